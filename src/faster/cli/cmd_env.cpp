@@ -1,0 +1,21 @@
+// `faster env`: the environment as JSON, like the seed's ENV block.
+#include <cstdio>
+
+#include "faster/cli/command.h"
+#include "faster/core/env.h"
+
+namespace faster::cli {
+namespace {
+
+void add_env(CLI::App& root, int& exit_code) {
+  auto* cmd = root.add_subcommand(
+      "env", "Print the environment as JSON: faster, LibTorch, CUDA, cuDNN, NCCL, GPUs, CPU, OS.");
+  cmd->callback([&exit_code] {
+    std::printf("%s\n", env_info().dump(2).c_str());
+    exit_code = 0;
+  });
+}
+
+}  // namespace
+FASTER_REGISTER_COMMAND(90, add_env);
+}  // namespace faster::cli

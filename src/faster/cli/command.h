@@ -1,0 +1,26 @@
+// Subcommand registry: each cli/cmd_*.cpp registers itself, so adding a command touches one file.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace faster::cli {
+
+// Adds the subcommand to `root`; its callback stores the command's exit code in `exit_code`.
+using AddCommand = std::function<void(CLI::App& root, int& exit_code)>;
+
+struct Command {
+  int order;  // position in `faster --help`
+  AddCommand add;
+};
+
+std::vector<Command>& commands();
+bool register_command(int order, AddCommand add);
+
+}  // namespace faster::cli
+
+#define FASTER_REGISTER_COMMAND(order, fn) \
+  static const bool faster_registered_##order = ::faster::cli::register_command(order, fn)

@@ -1,0 +1,58 @@
+// Environment report implementation.
+#include "faster/core/env.h"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include <torch/version.h>
+
+#include "faster/core/gpu_info.h"
+
+namespace faster {
+namespace {
+
+std::string os_name() {
+  std::ifstream in("/etc/os-release");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("PRETTY_NAME=", 0) == 0) {
+      std::string v = line.substr(12);
+      if (v.size() >= 2 && v.front() == '"') v = v.substr(1, v.size() - 2);
+      return v;
+    }
+  }
+  return "unknown";
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto pos = line.find(':');
+      return pos == std::string::npos ? line : line.substr(pos + 2);
+    }
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+nlohmann::json env_info() {
+  nlohmann::json j;
+  j["faster"] = FASTER_VERSION;
+  j["libtorch"] = TORCH_VERSION;
+  struct utsname u;
+  uname(&u);
+  j["os"] = os_name();
+  j["kernel"] = std::string(u.release);
+  j["cpu"] = {{"model", cpu_model()}, {"cores", std::thread::hardware_concurrency()}};
+  j["cuda"] = gpu_info();
+  return j;
+}
+
+}  // namespace faster

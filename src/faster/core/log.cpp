@@ -1,0 +1,27 @@
+// Logging implementation: one mutex so lines from worker threads never interleave.
+#include "faster/core/log.h"
+
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+
+#include "faster/core/progress.h"
+
+namespace faster::log {
+namespace {
+std::atomic<Level> g_level{Level::kInfo};
+std::mutex g_mutex;
+}  // namespace
+
+void set_level(Level l) { g_level = l; }
+Level level() { return g_level; }
+
+void write(Level l, const std::string& message) {
+  static const char* kPrefix[] = {"debug: ", "", "warning: ", "error: "};
+  std::lock_guard<std::mutex> lock(g_mutex);
+  Progress::clear_line();
+  std::fprintf(stderr, "%s%s\n", kPrefix[static_cast<int>(l)], message.c_str());
+  std::fflush(stderr);
+}
+
+}  // namespace faster::log

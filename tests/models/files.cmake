@@ -1,0 +1,1 @@
+# tests/models: list sources with list(APPEND FASTER_BASE_TEST_SOURCES ...) or FASTER_TORCH_TEST_SOURCES

@@ -1,0 +1,39 @@
+// Helpers shared by the tests: temporary folders, running the `faster` program, reading files.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace faster::test {
+
+// A fresh empty folder under the system temp dir, removed when the object dies.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct RunResult {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs the built `faster` program with the given arguments (a shell-quoted string).
+RunResult run_faster(const std::string& args);
+// Runs a shell command, capturing stdout+stderr.
+RunResult run_shell(const std::string& command);
+
+std::string read_file(const std::filesystem::path& path);
+void write_file(const std::filesystem::path& path, const std::string& bytes);
+
+// Fashion-MNIST as installed by Debian's dataset-fashion-mnist; empty if absent.
+std::filesystem::path fashion_mnist_dir();
+
+}  // namespace faster::test
