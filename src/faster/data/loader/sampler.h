@@ -1,0 +1,41 @@
+// Which samples a rank sees in an epoch, with torch DistributedSampler semantics: a permutation seeded
+// by (seed, epoch), padded by wrapping around so that every rank gets the same count, then rank::world.
+// With world == 1 and no padding this is a plain per-epoch shuffle.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace faster::data {
+
+struct SamplerOptions {
+  int rank = 0;
+  int world = 1;
+  uint64_t seed = 0;
+  bool shuffle = true;
+  // true: drop the tail so that the total divides by world (no sample repeated);
+  // false: pad by repeating the first samples of the permutation (every sample seen at least once).
+  bool drop_tail = false;
+};
+
+class Sampler {
+ public:
+  Sampler(int64_t size, SamplerOptions options);
+
+  // Sample indices of this rank for `epoch`, in the order to visit them.
+  std::vector<int64_t> indices(int64_t epoch) const;
+  // How many indices each rank gets per epoch (equal on all ranks).
+  int64_t per_rank() const { return per_rank_; }
+  int64_t size() const { return size_; }
+
+ private:
+  int64_t size_, per_rank_;
+  SamplerOptions options_;
+};
+
+// Number of batches for n samples: ceil(n / batch) unless drop_last.
+inline int64_t batch_count(int64_t n, int64_t batch, bool drop_last) {
+  return drop_last ? n / batch : (n + batch - 1) / batch;
+}
+
+}  // namespace faster::data
