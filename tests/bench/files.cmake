@@ -1,1 +1,2 @@
-# tests/bench: list sources with list(APPEND FASTER_BASE_TEST_SOURCES ...) or FASTER_TORCH_TEST_SOURCES
+# tests/bench
+list(APPEND FASTER_BASE_TEST_SOURCES bench/bench_test.cpp)

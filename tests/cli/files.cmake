@@ -1,1 +1,2 @@
-# tests/cli: list sources with list(APPEND FASTER_BASE_TEST_SOURCES ...) or FASTER_TORCH_TEST_SOURCES
+# tests/cli
+list(APPEND FASTER_TORCH_TEST_SOURCES cli/cli_test.cpp)

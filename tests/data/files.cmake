@@ -1,1 +1,2 @@
-# tests/data: list sources with list(APPEND FASTER_BASE_TEST_SOURCES ...) or FASTER_TORCH_TEST_SOURCES
+# tests/data
+list(APPEND FASTER_BASE_TEST_SOURCES data/array_dataset_test.cpp data/sampler_test.cpp)

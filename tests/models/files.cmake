@@ -1,1 +1,2 @@
-# tests/models: list sources with list(APPEND FASTER_BASE_TEST_SOURCES ...) or FASTER_TORCH_TEST_SOURCES
+# tests/models
+list(APPEND FASTER_TORCH_TEST_SOURCES models/thinnet_test.cpp models/sync_batchnorm_test.cpp)

@@ -41,6 +41,10 @@ RunResult run_faster(const std::string& args) {
   return run_shell("FASTER_PROGRESS=plain " + std::string(FASTER_BIN) + " " + args);
 }
 
+RunResult run_faster_env(const std::string& env, const std::string& args) {
+  return run_shell("env " + env + " FASTER_PROGRESS=plain " + std::string(FASTER_BIN) + " " + args);
+}
+
 std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read " + path.string());

@@ -27,6 +27,8 @@ struct RunResult {
 
 // Runs the built `faster` program with the given arguments (a shell-quoted string).
 RunResult run_faster(const std::string& args);
+// The same with environment assignments ("A=1 B=2") before the program.
+RunResult run_faster_env(const std::string& env, const std::string& args);
 // Runs a shell command, capturing stdout+stderr.
 RunResult run_shell(const std::string& command);
 

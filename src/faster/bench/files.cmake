@@ -1,1 +1,2 @@
-# bench
+# bench: the benchmark matrix (runs `faster train` processes) and its reports; no LibTorch.
+list(APPEND FASTER_BASE_SOURCES src/faster/bench/matrix.cpp src/faster/bench/report.cpp)

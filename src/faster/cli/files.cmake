@@ -1,2 +1,2 @@
 # cli: the `faster` program, one file per subcommand.
-list(APPEND FASTER_CLI_SOURCES src/faster/cli/main.cpp src/faster/cli/cmd_env.cpp)
+list(APPEND FASTER_CLI_SOURCES src/faster/cli/main.cpp src/faster/cli/cmd_env.cpp src/faster/cli/cmd_train.cpp src/faster/cli/cmd_bench.cpp)

@@ -37,6 +37,16 @@ int run(int argc, char** argv) {
   auto& all = commands();
   std::sort(all.begin(), all.end(), [](const Command& a, const Command& b) { return a.order < b.order; });
   for (auto& c : all) c.add(app, exit_code);
+  std::string names;
+  bool known = false;
+  for (auto* sub : app.get_subcommands({})) {
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+    known = known || (argc > 1 && sub->get_name() == argv[1]);
+  }
+  if (argc > 1 && argv[1][0] != '-' && !known) {
+    std::fprintf(stderr, "faster: error: unknown command '%s' (commands: %s)\n", argv[1], names.c_str());
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -13,8 +13,10 @@ Sampler::Sampler(int64_t size, SamplerOptions options) : size_(size), options_(o
   if (options.world < 1 || options.rank < 0 || options.rank >= options.world)
     FASTER_THROW("sampler: rank ", options.rank, " is not in [0, world=", options.world, ")");
   if (size <= 0) FASTER_THROW("sampler: the dataset is empty");
-  per_rank_ = options.drop_tail ? size / options.world
-                                : (size + options.world - 1) / options.world;
+  if (!options.even)
+    per_rank_ = (size - options.rank + options.world - 1) / options.world;
+  else
+    per_rank_ = options.drop_tail ? size / options.world : (size + options.world - 1) / options.world;
   if (per_rank_ == 0)
     FASTER_THROW("sampler: ", size, " samples cannot be split over ", options.world, " ranks");
 }
@@ -29,7 +31,7 @@ std::vector<int64_t> Sampler::indices(int64_t epoch) const {
       std::swap(perm[i], perm[pick(gen)]);
     }
   }
-  const int64_t total = per_rank_ * options_.world;
+  const int64_t total = options_.even ? per_rank_ * options_.world : size_;
   for (int64_t i = size_; i < total; ++i) perm.push_back(perm[i - size_]);  // wrap-around padding
   std::vector<int64_t> mine;
   mine.reserve(per_rank_);

@@ -16,6 +16,9 @@ struct SamplerOptions {
   // true: drop the tail so that the total divides by world (no sample repeated);
   // false: pad by repeating the first samples of the permutation (every sample seen at least once).
   bool drop_tail = false;
+  // false: neither pad nor drop; ranks get size/world or one more (evaluation, where a repeated
+  // sample would count twice and ranks need not stay in step).
+  bool even = true;
 };
 
 class Sampler {
@@ -24,7 +27,7 @@ class Sampler {
 
   // Sample indices of this rank for `epoch`, in the order to visit them.
   std::vector<int64_t> indices(int64_t epoch) const;
-  // How many indices each rank gets per epoch (equal on all ranks).
+  // How many indices this rank gets per epoch (equal on all ranks unless !even).
   int64_t per_rank() const { return per_rank_; }
   int64_t size() const { return size_; }
 

@@ -1,0 +1,99 @@
+// The benchmark plan and the process runner.
+#include "faster/bench/matrix.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "faster/core/error.h"
+
+namespace faster::bench {
+
+const std::vector<std::string> kColumns = {"plain", "+cudnn_benchmark", "+AMP",
+                                           "+cudnn_benchmark +AMP"};
+
+bool CellResult::ok() const {
+  return !runs.empty() && std::all_of(runs.begin(), runs.end(), [](const Run& r) { return r.ok; });
+}
+
+namespace {
+// Index of the median run by time (the lower middle for an even count).
+size_t median_index(const std::vector<Run>& runs) {
+  std::vector<size_t> idx(runs.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return runs[a].seconds < runs[b].seconds; });
+  return idx[(idx.size() - 1) / 2];
+}
+}  // namespace
+
+double CellResult::median_seconds() const { return ok() ? runs[median_index(runs)].seconds : 0; }
+double CellResult::median_accuracy() const { return ok() ? runs[median_index(runs)].accuracy : 0; }
+
+std::vector<Cell> plan(const BenchOptions& o) {
+  std::vector<Cell> cells;
+  const auto wanted = [&](const std::string& row) {
+    return o.rows.empty() || std::find(o.rows.begin(), o.rows.end(), row) != o.rows.end();
+  };
+  // Each column's flags; on a CPU there is no cuDNN, and AMP means bf16 autocast.
+  const std::vector<std::vector<std::string>> gpu_cols = {
+      {}, {"--cudnn-benchmark"}, {"--amp"}, {"--cudnn-benchmark", "--amp"}};
+  const std::vector<std::vector<std::string>> cpu_cols = {
+      {}, {}, {"--amp", "--amp-dtype", "bf16"}, {}};
+  const auto& cols = o.gpu ? gpu_cols : cpu_cols;
+  const std::vector<std::pair<std::string, std::vector<std::string>>> rows = {
+      {"single, host loader", {"--loader", "host"}},
+      {"single, device loader", {"--loader", "device"}}};
+  for (const auto& [row, row_args] : rows) {
+    if (!wanted(row)) continue;
+    for (size_t c = 0; c < kColumns.size(); ++c) {
+      if (!o.gpu && c % 2 == 1) continue;  // cudnn benchmark columns: no cuDNN on a CPU
+      Cell cell{row, kColumns[c], row_args, 1};
+      cell.args.insert(cell.args.end(), cols[c].begin(), cols[c].end());
+      cells.push_back(cell);
+    }
+  }
+  if (o.gpu && wanted("fast")) cells.push_back({"fast", "fast", {"--fast"}, 1});
+  return cells;
+}
+
+std::vector<std::string> train_args(const Cell& c, const BenchOptions& o, const std::string& json) {
+  std::vector<std::string> a = {"train",   "--epochs", std::to_string(o.epochs),
+                                "--batch", std::to_string(o.batch), "--blocks", o.blocks,
+                                "--filters", o.filters,
+                                "--json",  json};
+  if (!o.data.empty()) a.insert(a.end(), {"--data", o.data});
+  if (!o.gpu) a.insert(a.end(), {"--device", "cpu"});
+  if (o.train_limit > 0) a.insert(a.end(), {"--train-limit", std::to_string(o.train_limit)});
+  if (o.test_limit > 0) a.insert(a.end(), {"--test-limit", std::to_string(o.test_limit)});
+  a.insert(a.end(), c.args.begin(), c.args.end());
+  a.insert(a.end(), o.extra_args.begin(), o.extra_args.end());
+  return a;
+}
+
+int run_process(const std::string& exe, const std::vector<std::string>& args, const std::string& log) {
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(exe.c_str()));
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) FASTER_THROW(log, ": cannot write (", std::strerror(errno), ")");
+  const pid_t pid = fork();
+  if (pid < 0) FASTER_THROW("fork failed: ", std::strerror(errno));
+  if (pid == 0) {
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+    setenv("FASTER_PROGRESS", "plain", 1);
+    execv(exe.c_str(), argv.data());
+    _exit(127);
+  }
+  close(fd);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace faster::bench

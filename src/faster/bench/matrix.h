@@ -1,0 +1,68 @@
+// `faster bench`: the seed's table as code.  Each configuration runs as its own `faster train`
+// process (fresh CUDA context, fresh cuDNN caches), several times; the median time is reported.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace faster::bench {
+
+struct BenchOptions {
+  std::string exe;   // the faster program to run
+  std::string out_dir = "bench-out";
+  std::string data;  // passed to train --data when set
+  int epochs = 5;
+  int64_t batch = 512;
+  std::string blocks = "3,3,2";
+  std::string filters = "32,64,128";
+  int repeats = 3;
+  bool gpu = true;   // false: the short CPU version
+  int gpus = 1;      // GPUs the parallel rows use
+  int64_t train_limit = 0, test_limit = 0;
+  std::vector<std::string> rows;  // which rows; empty = all that apply
+  std::vector<std::string> extra_args;  // appended to every train command
+};
+
+// One cell of the table: a row (mode), a column (tricks) and the flags that make it.
+struct Cell {
+  std::string row, column;
+  std::vector<std::string> args;
+  int gpus = 1;
+};
+
+struct Run {
+  bool ok = false;
+  double seconds = 0, accuracy = 0;
+  std::string error;  // last line of the log when !ok
+};
+
+struct CellResult {
+  Cell cell;
+  std::vector<Run> runs;
+  bool ok() const;
+  double median_seconds() const;
+  double median_accuracy() const;  // accuracy of the median-time run
+};
+
+extern const std::vector<std::string> kColumns;  // plain, +cudnn_benchmark, +AMP, +both
+// The cells to run: baseline, the rows x columns that apply on this machine, and the fastest mode.
+std::vector<Cell> plan(const BenchOptions& o);
+// The full `faster train` argument list of a cell.
+std::vector<std::string> train_args(const Cell& c, const BenchOptions& o, const std::string& json);
+
+struct Report {
+  BenchOptions options;
+  nlohmann::json env;
+  std::vector<CellResult> cells;
+};
+
+std::string markdown(const Report& r);
+nlohmann::json to_json(const Report& r);
+std::string svg_chart(const Report& r);
+
+// Runs `exe args...` with output to `log`; returns the exit code (128+signal when killed).
+int run_process(const std::string& exe, const std::vector<std::string>& args, const std::string& log);
+
+}  // namespace faster::bench

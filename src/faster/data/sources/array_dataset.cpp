@@ -1,0 +1,193 @@
+// Readers for the small datasets.  Everything read from disk is checked before use: magic numbers,
+// dimensions, sizes, counts and label ranges, so a corrupt file ends in an error, never a crash.
+#include "faster/data/sources/array_dataset.h"
+
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+
+#include "faster/core/error.h"
+
+namespace faster::data {
+namespace fs = std::filesystem;
+
+void ArrayDataset::truncate(int64_t count) {
+  if (count <= 0 || count >= n) return;
+  n = count;
+  images.resize(n * image_bytes());
+  labels.resize(n);
+}
+
+std::vector<uint8_t> read_maybe_gzip(const fs::path& path) {
+  std::ifstream probe(path, std::ios::binary);
+  if (!probe) FASTER_THROW(path.string(), ": cannot open (", std::strerror(errno), ")");
+  unsigned char magic[2] = {0, 0};
+  probe.read(reinterpret_cast<char*>(magic), 2);
+  probe.close();
+  std::vector<uint8_t> out;
+  if (magic[0] == 0x1f && magic[1] == 0x8b) {
+    std::unique_ptr<gzFile_s, int (*)(gzFile)> gz(gzopen(path.c_str(), "rb"), gzclose);
+    if (!gz) FASTER_THROW(path.string(), ": cannot open as gzip");
+    gzbuffer(gz.get(), 1 << 20);
+    uint8_t buf[1 << 16];
+    for (;;) {
+      const int n = gzread(gz.get(), buf, sizeof buf);
+      if (n < 0) {
+        int err = 0;
+        FASTER_THROW(path.string(), ": corrupt gzip data (", gzerror(gz.get(), &err), ")");
+      }
+      if (n == 0) break;
+      out.insert(out.end(), buf, buf + n);
+    }
+    // gzread returns 0 both at a clean end and at a truncated stream; only the former is eof-clean.
+    int err = 0;
+    gzerror(gz.get(), &err);
+    if (err != Z_OK && err != Z_STREAM_END) FASTER_THROW(path.string(), ": corrupt gzip data");
+    if (!gzeof(gz.get())) FASTER_THROW(path.string(), ": truncated gzip data");
+  } else {
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    const auto size = static_cast<size_t>(in.tellg());
+    out.resize(size);
+    in.seekg(0);
+    in.read(reinterpret_cast<char*>(out.data()), size);
+    if (!in) FASTER_THROW(path.string(), ": read failed");
+  }
+  return out;
+}
+
+namespace {
+
+uint32_t be32(const uint8_t* p) {
+  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
+}
+
+// Parses an idx header: magic 0x0000 08 <ndim>, then ndim big-endian sizes; returns the sizes.
+std::vector<uint32_t> idx_header(const std::vector<uint8_t>& d, const fs::path& path, int ndim) {
+  if (d.size() < 4) FASTER_THROW(path.string(), ": truncated idx file (", d.size(), " bytes)");
+  if (d[0] != 0 || d[1] != 0 || d[2] != 0x08 || d[3] != ndim)
+    FASTER_THROW(path.string(), ": bad idx magic (expected uint8 data with ", ndim, " dimensions)");
+  if (d.size() < 4 + 4 * size_t(ndim)) FASTER_THROW(path.string(), ": truncated idx header");
+  std::vector<uint32_t> dims;
+  size_t expected = 1;
+  for (int i = 0; i < ndim; ++i) {
+    dims.push_back(be32(&d[4 + 4 * i]));
+    expected *= dims.back();
+  }
+  const size_t have = d.size() - 4 - 4 * ndim;
+  if (have < expected)
+    FASTER_THROW(path.string(), ": truncated idx data (", have, " bytes, header says ", expected, ")");
+  if (have > expected)
+    FASTER_THROW(path.string(), ": ", have - expected, " bytes after the idx data (header says ",
+                 expected, ")");
+  return dims;
+}
+
+void check_labels(const ArrayDataset& ds, const std::string& where) {
+  for (int64_t i = 0; i < ds.n; ++i)
+    if (ds.labels[i] < 0 || ds.labels[i] >= ds.classes)
+      FASTER_THROW(where, ": label ", ds.labels[i], " of sample ", i, " is out of range [0, ",
+                   ds.classes, ")");
+}
+
+}  // namespace
+
+ArrayDataset read_idx(const fs::path& images, const fs::path& labels, int classes) {
+  const auto img = read_maybe_gzip(images);
+  const auto lab = read_maybe_gzip(labels);
+  const auto idim = idx_header(img, images, 3);
+  const auto ldim = idx_header(lab, labels, 1);
+  if (idim[0] != ldim[0])
+    FASTER_THROW(images.string(), ": ", idim[0], " images but ", labels.string(), " has ", ldim[0],
+                 " labels");
+  if (idim[0] == 0 || idim[1] == 0 || idim[2] == 0 || idim[1] > 4096 || idim[2] > 4096)
+    FASTER_THROW(images.string(), ": implausible idx dimensions ", idim[0], "x", idim[1], "x", idim[2]);
+  ArrayDataset ds;
+  ds.n = idim[0];
+  ds.channels = 1;
+  ds.height = idim[1];
+  ds.width = idim[2];
+  ds.classes = classes;
+  ds.images.assign(img.begin() + 16, img.end());
+  ds.labels.assign(lab.begin() + 8, lab.end());
+  check_labels(ds, labels.string());
+  return ds;
+}
+
+ArrayDataset read_cifar10(const std::vector<fs::path>& batches) {
+  constexpr int64_t kRecord = 1 + 3 * 32 * 32;
+  ArrayDataset ds;
+  ds.channels = 3;
+  ds.height = ds.width = 32;
+  ds.classes = 10;
+  for (const auto& path : batches) {
+    const auto d = read_maybe_gzip(path);
+    if (d.empty() || d.size() % kRecord != 0)
+      FASTER_THROW(path.string(), ": size ", d.size(), " is not a whole number of CIFAR-10 records (",
+                   kRecord, " bytes each)");
+    const int64_t count = d.size() / kRecord;
+    for (int64_t r = 0; r < count; ++r) {
+      const uint8_t* rec = d.data() + r * kRecord;
+      if (rec[0] >= ds.classes)
+        FASTER_THROW(path.string(), ": label ", int(rec[0]), " of record ", r,
+                     " is out of range [0, 10)");
+      ds.labels.push_back(rec[0]);
+      ds.images.insert(ds.images.end(), rec + 1, rec + kRecord);
+    }
+    ds.n += count;
+  }
+  return ds;
+}
+
+namespace {
+
+fs::path first_existing(const fs::path& dir, const std::string& stem) {
+  for (const char* ext : {"", ".gz"})
+    if (fs::exists(dir / (stem + ext))) return dir / (stem + ext);
+  return {};
+}
+
+}  // namespace
+
+TrainTest load_small_dataset(const fs::path& dir) {
+  if (!fs::is_directory(dir)) FASTER_THROW(dir.string(), ": not a directory");
+  TrainTest tt;
+  const auto train_images = first_existing(dir, "train-images-idx3-ubyte");
+  if (!train_images.empty()) {
+    const auto need = [&](const std::string& stem) {
+      auto p = first_existing(dir, stem);
+      if (p.empty()) FASTER_THROW(dir.string(), ": has train-images-idx3-ubyte but no ", stem, "[.gz]");
+      return p;
+    };
+    tt.train = read_idx(train_images, need("train-labels-idx1-ubyte"));
+    tt.test = read_idx(need("t10k-images-idx3-ubyte"), need("t10k-labels-idx1-ubyte"));
+    tt.format = "idx";
+  } else {
+    fs::path cifar = fs::exists(dir / "cifar-10-batches-bin") ? dir / "cifar-10-batches-bin" : dir;
+    if (!fs::exists(cifar / "data_batch_1.bin"))
+      FASTER_THROW(dir.string(), ": no Fashion-MNIST/MNIST idx files (train-images-idx3-ubyte[.gz]) "
+                   "and no CIFAR-10 batches (data_batch_1.bin)");
+    std::vector<fs::path> train;
+    for (int i = 1; i <= 5; ++i) {
+      auto p = cifar / ("data_batch_" + std::to_string(i) + ".bin");
+      if (!fs::exists(p)) FASTER_THROW(cifar.string(), ": missing ", p.filename().string());
+      train.push_back(p);
+    }
+    if (!fs::exists(cifar / "test_batch.bin")) FASTER_THROW(cifar.string(), ": missing test_batch.bin");
+    tt.train = read_cifar10(train);
+    tt.test = read_cifar10({cifar / "test_batch.bin"});
+    tt.format = "cifar10";
+  }
+  const std::string base = tt.format == "idx" ? dir.filename().string() : "cifar10";
+  tt.train.name = base + "/train";
+  tt.test.name = base + "/test";
+  if (tt.train.channels != tt.test.channels || tt.train.height != tt.test.height ||
+      tt.train.width != tt.test.width)
+    FASTER_THROW(dir.string(), ": train and test images have different shapes");
+  return tt;
+}
+
+}  // namespace faster::data

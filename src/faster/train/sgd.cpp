@@ -1,0 +1,80 @@
+// Flat SGD implementation.
+#include "faster/train/sgd.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "faster/core/error.h"
+
+namespace faster::train {
+
+torch::Tensor memory_order_flat(const torch::Tensor& t) {
+  // Permute the dimensions by decreasing stride: a dense tensor then reads in memory order.
+  std::vector<int64_t> dims(t.dim());
+  std::iota(dims.begin(), dims.end(), 0);
+  std::stable_sort(dims.begin(), dims.end(),
+                   [&](int64_t a, int64_t b) { return t.stride(a) > t.stride(b); });
+  return t.permute(dims).reshape({-1});
+}
+
+FlatSgd::FlatSgd(std::vector<torch::Tensor> params, SgdOptions options)
+    : params_(std::move(params)), options_(options) {
+  FASTER_CHECK(!params_.empty(), "FlatSgd: no parameters");
+  int64_t total = 0;
+  for (const auto& p : params_) {
+    FASTER_CHECK(p.scalar_type() == torch::kFloat && p.is_non_overlapping_and_dense(),
+                 "FlatSgd: parameters must be dense float32 tensors");
+    offsets_.push_back(total);
+    total += p.numel();
+  }
+  flat_ = torch::empty({total}, params_[0].options());
+  for (size_t i = 0; i < params_.size(); ++i) {
+    auto& p = params_[i];
+    // A view with the parameter's own strides over its slice of the flat buffer.
+    auto view = flat_.as_strided(p.sizes(), p.strides(), offsets_[i]);
+    view.copy_(p.detach());
+    p.set_data(view);
+  }
+  momentum_ = torch::zeros_like(flat_);
+}
+
+void FlatSgd::zero_grad() {
+  for (auto& p : params_) p.mutable_grad() = torch::Tensor();
+}
+
+torch::Tensor layout_like(const torch::Tensor& grad, const torch::Tensor& param) {
+  // AccumulateGrad gives gradients their parameter's layout; copy only where one does not.
+  if (grad.strides() == param.strides()) return grad;
+  auto like = torch::empty_strided(param.sizes(), param.strides(), grad.options());
+  like.copy_(grad);
+  return like;
+}
+
+torch::Tensor FlatSgd::flat_grad() const {
+  std::vector<torch::Tensor> parts;
+  parts.reserve(params_.size());
+  for (const auto& p : params_) {
+    const auto& g = p.grad();
+    parts.push_back(g.defined() ? memory_order_flat(layout_like(g, p))
+                                : torch::zeros({p.numel()}, p.options()));
+  }
+  return torch::cat(parts);
+}
+
+void FlatSgd::step(const torch::Tensor& grad, const torch::Tensor& found_inf) {
+  torch::NoGradGuard no_grad;
+  const auto& o = options_;
+  auto g = o.weight_decay != 0 ? grad + o.weight_decay * flat_ : grad;
+  if (!found_inf.defined()) {
+    momentum_.mul_(o.momentum).add_(g);
+    flat_.add_(o.nesterov ? g + o.momentum * momentum_ : momentum_, -o.lr);
+    return;
+  }
+  const auto skip = found_inf.to(torch::kBool);
+  auto buf = momentum_ * o.momentum + g;
+  auto next = flat_ - o.lr * (o.nesterov ? g + o.momentum * buf : buf);
+  momentum_.copy_(torch::where(skip, momentum_, buf));
+  flat_.copy_(torch::where(skip, flat_, next));
+}
+
+}  // namespace faster::train

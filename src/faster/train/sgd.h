@@ -1,0 +1,52 @@
+// SGD with momentum, weight decay and Nesterov (torch.optim.SGD semantics, dampening 0), over all
+// parameters at once: the parameters are re-pointed into one flat buffer so that a step is a handful
+// of kernels, whatever the layer count, and a skipped (non-finite) step is decided on the device.
+#pragma once
+
+#include <torch/types.h>
+
+#include <vector>
+
+namespace faster::train {
+
+struct SgdOptions {
+  double lr = 1e-3;
+  double momentum = 0.9;
+  double weight_decay = 0.0;
+  bool nesterov = false;
+};
+
+class FlatSgd {
+ public:
+  // `params` keep their shapes and memory formats; their storage moves into one flat buffer.
+  FlatSgd(std::vector<torch::Tensor> params, SgdOptions options);
+
+  // Drops every gradient (zero_grad with set_to_none).
+  void zero_grad();
+  // The gradients concatenated in the flat buffer's order (zeros where a parameter has none).
+  torch::Tensor flat_grad() const;
+  // One step from `grad` (flat).  With found_inf (0-dim float, 1 = skip), parameters and momentum
+  // are left unchanged when it is set, without the host reading it.
+  void step(const torch::Tensor& grad, const torch::Tensor& found_inf = {});
+
+  const torch::Tensor& flat_params() const { return flat_; }
+  const std::vector<torch::Tensor>& params() const { return params_; }
+  // Offsets (in elements) of each parameter in the flat buffer.
+  const std::vector<int64_t>& offsets() const { return offsets_; }
+  const SgdOptions& options() const { return options_; }
+  void set_lr(double lr) { options_.lr = lr; }
+
+ private:
+  std::vector<torch::Tensor> params_;
+  std::vector<int64_t> offsets_;
+  torch::Tensor flat_, momentum_;
+  SgdOptions options_;
+};
+
+// A tensor's elements in the order they sit in memory (a view when the tensor is dense).
+torch::Tensor memory_order_flat(const torch::Tensor& t);
+// `grad` with the strides of `param` (itself when they match), so that memory_order_flat of it lines
+// up with the parameter's slice of the flat buffer.
+torch::Tensor layout_like(const torch::Tensor& grad, const torch::Tensor& param);
+
+}  // namespace faster::train

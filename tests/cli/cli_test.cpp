@@ -1,0 +1,79 @@
+// The command line: help texts, and one-line errors with non-zero exits for bad flags, values, paths.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "support/test_support.h"
+
+namespace faster {
+namespace {
+
+int lines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }
+
+void expect_one_line_error(const std::string& args, const std::string& needle) {
+  const auto r = test::run_faster(args);
+  EXPECT_NE(r.exit_code, 0) << args;
+  EXPECT_EQ(lines(r.output), 1) << args << "\n" << r.output;
+  EXPECT_NE(r.output.find("error"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.output;
+}
+
+TEST(Cli, HelpListsCommandsAndFlags) {
+  const auto top = test::run_faster("--help");
+  EXPECT_EQ(top.exit_code, 0);
+  for (const char* c : {"train", "bench", "env"}) EXPECT_NE(top.output.find(c), std::string::npos) << c;
+  const auto train = test::run_faster("train --help");
+  EXPECT_EQ(train.exit_code, 0);
+  for (const char* f : {"--data", "--device", "--epochs", "--batch", "--lr", "--momentum",
+                        "--weight-decay", "--nesterov", "--blocks", "--cudnn-benchmark", "--amp",
+                        "--amp-dtype", "--channels-last", "--loader", "--workers", "--last-batch",
+                        "--cuda-graph", "--fast", "--log-dir", "--save", "per process"})
+    EXPECT_NE(train.output.find(f), std::string::npos) << f;
+  EXPECT_EQ(test::run_faster("bench --help").exit_code, 0);
+}
+
+TEST(Cli, BadFlagsAndValues) {
+  expect_one_line_error("train --no-such-flag", "--no-such-flag");
+  expect_one_line_error("train --epochs zero", "--epochs");
+  expect_one_line_error("train --epochs 0", "--epochs must be at least 1");
+  expect_one_line_error("train --loader gpu", "--loader");
+  expect_one_line_error("train --blocks 3,a,2", "--blocks");
+  expect_one_line_error("train --device tpu", "--device");
+  expect_one_line_error("train --momentum 1.5", "--momentum");
+  expect_one_line_error("frobnicate", "unknown command 'frobnicate'");
+}
+
+TEST(Cli, MissingDataAndDeviceErrors) {
+  expect_one_line_error("train --data /nonexistent/data --device cpu", "/nonexistent/data");
+  test::TempDir empty;
+  expect_one_line_error("train --device cpu --data " + empty.path().string(), "no Fashion-MNIST");
+  const auto r = test::run_faster("train --device cuda:7 --data " + empty.path().string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("cuda:7"), std::string::npos) << r.output;
+  expect_one_line_error("train --device cpu --amp --amp-dtype fp16", "fp16 needs --device cuda");
+}
+
+TEST(Cli, EnvPrintsJson) {
+  const auto r = test::run_faster("env");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* k : {"\"faster\"", "\"libtorch\"", "\"cuda\"", "\"cores\"", "\"os\""})
+    EXPECT_NE(r.output.find(k), std::string::npos) << k;
+}
+
+TEST(Cli, TrainRunsAndWritesJsonAndMetrics) {
+  if (test::fashion_mnist_dir().empty()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  test::TempDir d;
+  const auto r = test::run_faster("train --device cpu --epochs 2 --blocks 0,0,0 --filters 8,16,32 --train-limit 512 "
+                                  "--test-limit 256 --batch 128 --json " + (d / "r.json").string() +
+                                  " --log-dir " + d.path().string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("epoch 2/2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("final test accuracy"), std::string::npos);
+  const auto json = test::read_file(d / "r.json");
+  EXPECT_NE(json.find("\"total_seconds\""), std::string::npos);
+  const auto metrics = test::read_file(d / "metrics.jsonl");
+  EXPECT_EQ(lines(metrics), 4);  // start, two epochs, done
+}
+
+}  // namespace
+}  // namespace faster

@@ -1,0 +1,65 @@
+// The sampler: every sample exactly once per epoch across ranks, equal counts per rank, a new
+// order every epoch, the same order on every rank for the same seed.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "faster/core/error.h"
+#include "faster/data/loader/sampler.h"
+
+namespace faster::data {
+namespace {
+
+std::vector<int64_t> all_ranks(int64_t n, int world, int64_t epoch, bool drop_tail) {
+  std::vector<int64_t> all;
+  for (int r = 0; r < world; ++r) {
+    Sampler s(n, {r, world, 7, true, drop_tail});
+    auto part = s.indices(epoch);
+    EXPECT_EQ(int64_t(part.size()), s.per_rank());
+    all.insert(all.end(), part.begin(), part.end());
+  }
+  return all;
+}
+
+TEST(Sampler, CoversEverySampleOncePerEpochAcrossRanks) {
+  for (int world : {1, 2, 3, 4}) {
+    const int64_t n = 1200;  // divisible by every world size above
+    for (int64_t epoch : {0, 1, 5}) {
+      auto all = all_ranks(n, world, epoch, false);
+      ASSERT_EQ(int64_t(all.size()), n);
+      std::set<int64_t> unique(all.begin(), all.end());
+      EXPECT_EQ(int64_t(unique.size()), n) << "world " << world;
+      EXPECT_EQ(*unique.begin(), 0);
+      EXPECT_EQ(*unique.rbegin(), n - 1);
+    }
+  }
+}
+
+TEST(Sampler, PadsOrDropsWhenNotDivisible) {
+  const int64_t n = 1001;
+  auto padded = all_ranks(n, 4, 3, false);  // 251 per rank: 3 samples seen twice
+  EXPECT_EQ(padded.size(), 1004u);
+  EXPECT_EQ(std::set<int64_t>(padded.begin(), padded.end()).size(), 1001u);
+  auto dropped = all_ranks(n, 4, 3, true);  // 250 per rank: 1 sample left out, none repeated
+  EXPECT_EQ(dropped.size(), 1000u);
+  EXPECT_EQ(std::set<int64_t>(dropped.begin(), dropped.end()).size(), 1000u);
+}
+
+TEST(Sampler, NewOrderEachEpochSameForSameSeed) {
+  Sampler a(500, {0, 1, 3, true, false}), b(500, {0, 1, 3, true, false}), c(500, {0, 1, 4, true, false});
+  EXPECT_EQ(a.indices(2), b.indices(2));
+  EXPECT_NE(a.indices(2), a.indices(3));
+  EXPECT_NE(a.indices(2), c.indices(2));
+  Sampler plain(5, {0, 1, 3, false, false});
+  EXPECT_EQ(plain.indices(9), (std::vector<int64_t>{0, 1, 2, 3, 4}));
+}
+
+TEST(Sampler, RejectsBadSettings) {
+  EXPECT_THROW(Sampler(10, {2, 2, 0, true, false}), Error);
+  EXPECT_THROW(Sampler(10, {0, 0, 0, true, false}), Error);
+  EXPECT_THROW(Sampler(0, {0, 1, 0, true, false}), Error);
+  EXPECT_THROW(Sampler(3, {0, 4, 0, true, true}), Error);
+}
+
+}  // namespace
+}  // namespace faster::data
