@@ -1,1 +1,3 @@
-# tests/train: list sources with list(APPEND FASTER_BASE_TEST_SOURCES ...) or FASTER_TORCH_TEST_SOURCES
+# tests/train
+list(APPEND FASTER_BASE_TEST_SOURCES train/world_test.cpp)
+list(APPEND FASTER_TORCH_TEST_SOURCES train/amp_sgd_test.cpp train/train_test.cpp train/ddp_test.cpp)

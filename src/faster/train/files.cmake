@@ -1,1 +1,24 @@
-# train
+# train: mixed precision, optimizer, step graphs, the trainer, checkpoints; parallel/ (DP, DDP).
+list(APPEND FASTER_BASE_SOURCES
+  src/faster/train/parallel/world.cpp
+  src/faster/train/parallel/launch.cpp
+)
+list(APPEND FASTER_TORCH_SOURCES
+  src/faster/train/amp.cpp
+  src/faster/train/sgd.cpp
+  src/faster/train/trainer.cpp
+  src/faster/train/checkpoint.cpp
+  src/faster/train/parallel/dist.cpp
+  src/faster/train/parallel/grad_reducer.cpp
+)
+if(FASTER_CUDA)
+  list(APPEND FASTER_TORCH_SOURCES
+    src/faster/train/step_graph_cuda.cpp
+    src/faster/train/parallel/dist_nccl_cuda.cpp
+    src/faster/train/parallel/data_parallel_cuda.cpp)
+else()
+  list(APPEND FASTER_TORCH_SOURCES
+    src/faster/train/step_graph_cpu.cpp
+    src/faster/train/parallel/dist_nccl_none.cpp
+    src/faster/train/parallel/data_parallel_cpu.cpp)
+endif()

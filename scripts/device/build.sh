@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# On the GPU machine: configure and build faster with CUDA into build-cuda/ (after
+# `source .device-kit/prelude.sh`, see the device notes in BENCHMARKS.md).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DFASTER_TESTS=${FASTER_TESTS:-ON} > build-cuda.configure.log 2>&1 || { tail -30 build-cuda.configure.log; exit 1; }
+cmake --build build-cuda -j "$(nproc)" 2>&1 | tail -5

@@ -1,0 +1,25 @@
+// The local launcher behind `faster train --parallel ddp --nproc N`: starts N copies of this program
+// as ranks 0..N-1 (torchrun's environment variables), waits, and if one fails stops the others
+// within a bounded time, so a job never hangs on a dead rank.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace faster::train {
+
+struct LaunchOptions {
+  int nproc = 1;
+  std::string exe;                // the program to start (this one)
+  std::vector<std::string> args;  // its arguments, without --nproc
+  int master_port = 0;            // 0: MASTER_PORT from the environment, else a free port
+  int grace_seconds = 10;         // SIGTERM, then SIGKILL after this long
+};
+
+// Returns 0 when every rank exits 0; else the first failing rank's exit code (128+signal if killed).
+int launch_local(const LaunchOptions& o);
+
+// This program's own arguments with `--nproc N` / `--nproc=N` removed.
+std::vector<std::string> without_nproc(int argc, char** argv);
+
+}  // namespace faster::train

@@ -1,0 +1,26 @@
+// Who this process is in a distributed job, read from the environment that launched it: our own
+// launcher or torchrun (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) or
+// Slurm (SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS, SLURM_NTASKS_PER_NODE).
+#pragma once
+
+#include <string>
+
+namespace faster::train {
+
+struct WorldInfo {
+  int rank = 0, local_rank = 0, world = 1, local_world = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  std::string source = "single";  // single | launcher | torchrun | slurm
+
+  bool is_main() const { return rank == 0; }
+};
+
+// Reads and checks the environment; throws faster::Error naming the inconsistent variable.  With
+// nothing set, a world of one (rank 0) on a free local port.
+WorldInfo world_from_env();
+
+// A TCP port on 127.0.0.1 that nothing listens on right now.
+int free_local_port();
+
+}  // namespace faster::train

@@ -1,0 +1,437 @@
+// The trainer.  The step never reads a device value on the host: losses and correct counts are
+// accumulated in device tensors and read once per epoch, so the GPU is never left waiting.
+#include "faster/train/trainer.h"
+
+#include <c10/core/impl/VirtualGuardImpl.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include "faster/core/error.h"
+#include "faster/core/gpu_info.h"
+#include "faster/core/log.h"
+#include "faster/core/progress.h"
+#include "faster/core/timer.h"
+#include "faster/data/loader/batch_loader.h"
+#include "faster/models/thinnet.h"
+#include "faster/train/checkpoint.h"
+#include "faster/train/parallel/data_parallel.h"
+#include "faster/train/parallel/dist.h"
+#include "faster/train/parallel/grad_reducer.h"
+#include "faster/train/step_graph.h"
+
+namespace faster::train {
+namespace fs = std::filesystem;
+
+void apply_fast_mode(TrainOptions& o) {
+  o.loader = "device";
+  o.precision = Precision::kFloat16;
+  o.channels_last = true;
+  o.cuda_graph = true;
+  o.last_batch = "drop";  // no ragged batch: one static shape, so one graph and no new cuDNN plans
+  o.mode_name = "fast";
+}
+
+namespace {
+
+torch::Device resolve_device(const std::string& text) {
+  if (text == "auto")
+    return cuda_device_count() > 0 ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+  std::optional<torch::Device> dev;
+  try {
+    dev.emplace(text);
+  } catch (const std::exception&) {
+    FASTER_THROW("--device '", text, "' is not a device (use auto, cpu, cuda or cuda:N)");
+  }
+  if (!dev->is_cpu() && !dev->is_cuda())
+    FASTER_THROW("--device '", text, "': only cpu and cuda are supported");
+  if (dev->is_cuda()) {
+    const int n = cuda_device_count();
+    if (n == 0)
+      throw Error("--device " + text + " but no CUDA device is visible",
+                  gpu_info().contains("reason") ? "this build of faster has no CUDA; use --device cpu"
+                                                : "check nvidia-smi and CUDA_VISIBLE_DEVICES");
+    if (dev->index() >= n)
+      FASTER_THROW("--device ", text, " but only ", n, " CUDA device(s) are visible");
+    if (!dev->has_index()) dev = torch::Device(torch::kCUDA, 0);
+  }
+  return *dev;
+}
+
+}  // namespace
+
+void validate(const TrainOptions& o) {
+  if (o.epochs < 1) FASTER_THROW("--epochs must be at least 1 (got ", o.epochs, ")");
+  if (o.batch < 1) FASTER_THROW("--batch must be at least 1 (got ", o.batch, ")");
+  if (o.workers < 1) FASTER_THROW("--workers must be at least 1 (got ", o.workers, ")");
+  if (!(o.sgd.lr > 0)) FASTER_THROW("--lr must be positive (got ", o.sgd.lr, ")");
+  if (o.sgd.momentum < 0 || o.sgd.momentum >= 1)
+    FASTER_THROW("--momentum must be in [0, 1) (got ", o.sgd.momentum, ")");
+  if (o.sgd.weight_decay < 0) FASTER_THROW("--weight-decay must be >= 0");
+  if (o.sgd.nesterov && o.sgd.momentum == 0) FASTER_THROW("--nesterov needs a non-zero --momentum");
+  if (o.loader != "host" && o.loader != "device")
+    FASTER_THROW("--loader must be host or device (got '", o.loader, "')");
+  if (o.last_batch != "keep" && o.last_batch != "drop")
+    FASTER_THROW("--last-batch must be keep or drop (got '", o.last_batch, "')");
+  if (o.parallel != "none" && o.parallel != "dp" && o.parallel != "ddp")
+    FASTER_THROW("--parallel must be none, dp or ddp (got '", o.parallel, "')");
+  if (o.sync_bn && o.parallel != "ddp") FASTER_THROW("--sync-bn needs --parallel ddp");
+  if (o.sync_bn && o.norm != "batch") FASTER_THROW("--sync-bn needs --norm batch");
+  if (o.norm != "batch" && o.norm != "none") FASTER_THROW("--norm must be batch or none");
+  if (!(o.bucket_mb > 0)) FASTER_THROW("--bucket-mb must be positive");
+  if (o.dist_timeout_s < 1) FASTER_THROW("--dist-timeout must be at least 1 second");
+  if (o.parallel == "ddp" && o.cuda_graph)
+    FASTER_THROW("--cuda-graph cannot capture DDP's all-reduce; drop it with --parallel ddp");
+  const auto dev = resolve_device(o.device);
+  if (o.parallel == "dp") {
+    if (!dev.is_cuda() || !data_parallel_available())
+      FASTER_THROW("--parallel dp needs CUDA GPUs (use --parallel ddp for CPU processes)");
+    if (o.gpus > cuda_device_count())
+      FASTER_THROW("--gpus ", o.gpus, " but ", cuda_device_count(), " CUDA device(s) visible");
+    if (o.cuda_graph) FASTER_THROW("--cuda-graph cannot capture DataParallel's threads");
+  }
+  if (dev.is_cpu()) {
+    if (o.precision == Precision::kFloat16)
+      FASTER_THROW("--amp-dtype fp16 needs --device cuda (use bf16 on the CPU)");
+    if (o.cuda_graph) FASTER_THROW("--cuda-graph needs --device cuda");
+    if (o.cudnn_benchmark) FASTER_THROW("--cudnn-benchmark needs --device cuda");
+  }
+  if (o.cuda_graph && !StepGraph::available())
+    FASTER_THROW("--cuda-graph needs a CUDA build of faster");
+}
+
+nlohmann::json options_json(const TrainOptions& o) {
+  return {{"mode", o.mode_name},
+          {"data", o.data},
+          {"device", o.device},
+          {"epochs", o.epochs},
+          {"batch", o.batch},
+          {"lr", o.sgd.lr},
+          {"momentum", o.sgd.momentum},
+          {"weight_decay", o.sgd.weight_decay},
+          {"nesterov", o.sgd.nesterov},
+          {"blocks", o.blocks},
+          {"filters", o.filters},
+          {"seed", o.seed},
+          {"cudnn_benchmark", o.cudnn_benchmark},
+          {"precision", precision_name(o.precision)},
+          {"channels_last", o.channels_last},
+          {"loader", o.loader},
+          {"workers", o.workers},
+          {"last_batch", o.last_batch},
+          {"cuda_graph", o.cuda_graph},
+          {"norm", o.norm},
+          {"parallel", o.parallel},
+          {"sync_bn", o.sync_bn}};
+}
+
+nlohmann::json TrainReport::to_json() const {
+  nlohmann::json j;
+  j["options"] = options;
+  j["device"] = device;
+  j["total_seconds"] = total_seconds;
+  j["train_images_per_second"] = train_images_per_second;
+  j["epochs"] = nlohmann::json::array();
+  for (const auto& e : epochs)
+    j["epochs"].push_back({{"epoch", e.epoch},
+                           {"train_loss", e.train_loss},
+                           {"test_loss", e.test_loss},
+                           {"test_accuracy", e.test_accuracy},
+                           {"seconds", e.seconds},
+                           {"train_images", e.train_images}});
+  j["final_test_accuracy"] = epochs.empty() ? 0.0 : epochs.back().test_accuracy;
+  return j;
+}
+
+namespace {
+
+// One training run's state: the model, optimizer, scaler, device-side accumulators and graphs.
+class Stepper {
+ public:
+  Stepper(models::ThinNet model, const TrainOptions& o, torch::Device device, Dist* dist,
+          std::vector<torch::Device> dp_devices)
+      : o_(o), device_(device), model_(std::move(model)),
+        sgd_(model_->parameters(), o.sgd),
+        graphs_(o.cuda_graph), dp_devices_(std::move(dp_devices)) {
+    if (dist) {
+      // Every rank starts from rank 0's weights, as DDP's constructor does.
+      dist->broadcast_from_rank0(sgd_.flat_params());
+      reducer_ = std::make_unique<GradReducer>(*dist, sgd_.params(), sgd_.offsets(),
+                                               static_cast<int64_t>(o.bucket_mb * (1 << 20)));
+    }
+    auto f = torch::TensorOptions().dtype(torch::kFloat).device(device);
+    loss_sum_ = torch::zeros({}, f);
+    test_loss_sum_ = torch::zeros({}, f);
+    correct_ = torch::zeros({}, f.dtype(torch::kLong));
+    if (o.precision == Precision::kFloat16) scaler_.emplace(device);
+  }
+
+  models::ThinNet& model() { return model_; }
+
+  void start_epoch() {
+    loss_sum_.zero_();
+    test_loss_sum_.zero_();
+    correct_.zero_();
+  }
+
+  void train_batch(const data::Batch& b) {
+    run(b, train_graph_, train_x_, train_y_, eager_train_steps_,
+        [this](const torch::Tensor& x, const torch::Tensor& y, int64_t n) { train_step(x, y, n); });
+  }
+
+  void eval_batch(const data::Batch& b) {
+    run(b, eval_graph_, eval_x_, eval_y_, eager_eval_steps_,
+        [this](const torch::Tensor& x, const torch::Tensor& y, int64_t) { eval_step(x, y); });
+  }
+
+  // The epoch's accumulators [train loss sum, test loss sum, correct] as one device tensor.
+  torch::Tensor totals() const {
+    return torch::stack({loss_sum_.to(torch::kDouble), test_loss_sum_.to(torch::kDouble),
+                         correct_.to(torch::kDouble)});
+  }
+
+ private:
+  using StepFn = std::function<void(const torch::Tensor&, const torch::Tensor&, int64_t)>;
+  static constexpr int kEagerStepsBeforeCapture = 3;
+
+  // Full-size batches go through the graph once it is captured; warm-up and short batches run eagerly.
+  void run(const data::Batch& b, StepGraph& graph, torch::Tensor& sx, torch::Tensor& sy,
+           int& eager_steps, const StepFn& step) {
+    const bool static_shape = graphs_ && b.x.size(0) == o_.batch;
+    if (static_shape && (graph.captured() || eager_steps >= kEagerStepsBeforeCapture)) {
+      if (!graph.captured()) {
+        sx = b.x.clone();
+        sy = b.y.clone();
+        graph.capture([&] { step(sx, sy, o_.batch); });
+      } else {
+        sx.copy_(b.x, /*non_blocking=*/true);
+        sy.copy_(b.y, /*non_blocking=*/true);
+      }
+      graph.replay();
+      return;
+    }
+    step(b.x, b.y, b.size);
+    ++eager_steps;
+  }
+
+  torch::Tensor prepare(const torch::Tensor& x) const {
+    auto f = x.scalar_type() == torch::kByte ? x.to(torch::kFloat).div_(255) : x;
+    return o_.channels_last ? f.contiguous(torch::MemoryFormat::ChannelsLast) : f;
+  }
+
+  torch::Tensor forward(const torch::Tensor& x) {
+    if (dp_devices_.size() > 1) return data_parallel_forward(model_, x, dp_devices_, o_.precision);
+    return model_->forward(x);
+  }
+
+  void train_step(const torch::Tensor& x, const torch::Tensor& y, int64_t n) {
+    sgd_.zero_grad();
+    torch::Tensor loss;
+    {
+      AutocastScope autocast(device_.type(), o_.precision, /*cache=*/!graphs_);
+      loss = torch::nn::functional::cross_entropy(forward(prepare(x)), y);
+    }
+    if (reducer_) reducer_->begin();
+    (scaler_ ? scaler_->scale(loss) : loss).backward();
+    // With DDP the gradient comes back averaged over the ranks (all-reduced during backward).
+    auto grad = reducer_ ? reducer_->finish() : sgd_.flat_grad();
+    if (scaler_) {
+      auto found_inf = scaler_->unscale_(grad);
+      sgd_.step(grad, found_inf);
+      scaler_->update(found_inf);
+    } else {
+      sgd_.step(grad);
+    }
+    loss_sum_.add_(loss.detach().to(torch::kFloat) * n);
+  }
+
+  void eval_step(const torch::Tensor& x, const torch::Tensor& y) {
+    torch::NoGradGuard no_grad;
+    torch::Tensor out;
+    {
+      AutocastScope autocast(device_.type(), o_.precision, /*cache=*/!graphs_);
+      out = forward(prepare(x));
+    }
+    correct_.add_(out.argmax(1).eq(y).sum());
+    namespace F = torch::nn::functional;
+    test_loss_sum_.add_(F::cross_entropy(out.to(torch::kFloat), y,
+                                         F::CrossEntropyFuncOptions().reduction(torch::kSum)));
+  }
+
+  const TrainOptions& o_;
+  torch::Device device_;
+  models::ThinNet model_;
+  FlatSgd sgd_;
+  std::optional<GradScaler> scaler_;
+  bool graphs_;
+  StepGraph train_graph_, eval_graph_;
+  torch::Tensor train_x_, train_y_, eval_x_, eval_y_;
+  int eager_train_steps_ = 0, eager_eval_steps_ = 0;
+  torch::Tensor loss_sum_, test_loss_sum_, correct_;
+  std::vector<torch::Device> dp_devices_;
+  std::unique_ptr<GradReducer> reducer_;
+};
+
+void to_channels_last(torch::nn::Module& m) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : m.parameters())
+    if (p.dim() == 4) p.set_data(p.data().contiguous(torch::MemoryFormat::ChannelsLast));
+}
+
+std::unique_ptr<data::BatchLoader> make_loader(const TrainOptions& o, const data::ArrayDataset& d,
+                                               torch::Device device, const WorldInfo& w,
+                                               bool train) {
+  data::LoaderOptions lo;
+  lo.batch = o.batch;
+  lo.sampler.seed = o.seed;
+  lo.sampler.shuffle = train;
+  lo.sampler.rank = w.rank;
+  lo.sampler.world = w.world;
+  lo.sampler.even = train;  // test shards need not be equal, and must not repeat samples
+  lo.drop_last = train && o.last_batch == "drop";
+  lo.pad_last = !train && o.cuda_graph;  // static eval shapes; padding rows are ignored
+  lo.workers = o.workers;
+  lo.device = device;
+  return o.loader == "device" ? data::make_device_loader(d, lo) : data::make_host_loader(d, lo);
+}
+
+class MetricsLog {
+ public:
+  explicit MetricsLog(const std::string& dir) {
+    if (dir.empty()) return;
+    fs::create_directories(dir);
+    out_.open(fs::path(dir) / "metrics.jsonl", std::ios::app);
+    if (!out_) FASTER_THROW("--log-dir ", dir, ": cannot write metrics.jsonl");
+  }
+  void write(const nlohmann::json& j) {
+    if (out_.is_open()) out_ << j.dump() << std::endl;
+  }
+
+ private:
+  std::ofstream out_;
+};
+
+}  // namespace
+
+namespace {
+
+// The process's place in a DDP job and its device (cuda:LOCAL_RANK); a world of one otherwise.
+std::unique_ptr<Dist> join_job(const TrainOptions& o, WorldInfo& world, torch::Device& device) {
+  if (o.parallel != "ddp") return nullptr;
+  world = world_from_env();
+  if (device.is_cuda()) {
+    const int n = cuda_device_count();
+    if (world.local_rank >= n)
+      throw Error("rank " + std::to_string(world.rank) + " has local rank " +
+                      std::to_string(world.local_rank) + " but only " + std::to_string(n) +
+                      " CUDA device(s) are visible",
+                  "start at most " + std::to_string(n) +
+                      " ranks per node (--nproc, torchrun --nproc-per-node)");
+    device = torch::Device(torch::kCUDA, world.local_rank);
+    c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).setDevice(device);
+  }
+  return Dist::connect(world, device, std::chrono::seconds(o.dist_timeout_s));
+}
+
+std::vector<torch::Device> dp_devices(const TrainOptions& o) {
+  std::vector<torch::Device> devices;
+  if (o.parallel != "dp") return devices;
+  const int n = o.gpus > 0 ? o.gpus : cuda_device_count();
+  for (int i = 0; i < n; ++i) devices.emplace_back(torch::kCUDA, i);
+  return devices;
+}
+
+}  // namespace
+
+TrainReport train(const TrainOptions& o, const std::function<void(const EpochStats&)>& on_epoch) {
+  validate(o);
+  auto device = resolve_device(o.device);
+  WorldInfo world;
+  auto dist = join_job(o, world, device);
+  const bool is_main = world.is_main();
+  auto dataset = data::load_small_dataset(o.data);
+  dataset.train.truncate(o.train_limit);
+  dataset.test.truncate(o.test_limit);
+
+  models::ThinNetOptions mo;
+  mo.in_channels = dataset.train.channels;
+  mo.blocks = o.blocks;
+  mo.filters = o.filters;
+  mo.norm = o.sync_bn ? "sync" : o.norm;
+  if (o.sync_bn) mo.sync_all_reduce = [d = dist.get()](torch::Tensor& t) { d->all_reduce_sum(t); };
+  if (std::min(dataset.train.height, dataset.train.width) < mo.min_input_size())
+    FASTER_THROW("ThinNet with ", mo.conv_layers(), " conv layers needs images of at least ",
+                 mo.min_input_size(), "x", mo.min_input_size(), "; ", dataset.train.name, " has ",
+                 dataset.train.height, "x", dataset.train.width);
+  torch::manual_seed(o.seed);
+  at::globalContext().setBenchmarkCuDNN(o.cudnn_benchmark);
+  models::ThinNet model(mo);
+  model->to(device);
+  if (o.channels_last) to_channels_last(*model);
+
+  MetricsLog log(is_main ? o.log_dir : std::string());
+  TrainReport report;
+  report.options = options_json(o);
+  report.options["world_size"] = world.world;
+  report.device = device.str();
+  if (dist) report.device += " x" + std::to_string(world.world) + " ranks (" + dist->backend() + ")";
+  if (o.parallel == "dp") report.device += " x" + std::to_string(dp_devices(o).size()) + " GPUs (DataParallel)";
+  log.write({{"event", "start"}, {"options", report.options}, {"device", report.device}});
+
+  SideStreamScope side_stream(o.cuda_graph ? device : torch::Device(torch::kCPU));
+  // Model, optimizer and DDP set-up (its broadcast starts NCCL) stay outside the timed region, as
+  // in the peer, whose clock starts once the model, optimizer and DDP wrapper exist.
+  Stepper stepper(model, o, device, dist.get(), dp_devices(o));
+  Timer total;  // from here: data to the device, all epochs, all tests
+  auto train_loader = make_loader(o, dataset.train, device, world, true);
+  auto test_loader = make_loader(o, dataset.test, device, world, false);
+  int64_t train_images = 0;
+  for (int epoch = 0; epoch < o.epochs; ++epoch) {
+    Timer timer;
+    stepper.start_epoch();
+    stepper.model()->train();
+    train_loader->start_epoch(epoch);
+    {
+      std::optional<Progress> bar;
+      if (is_main)
+        bar.emplace("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(o.epochs),
+                    train_loader->batches_per_epoch() + test_loader->batches_per_epoch(), "batch");
+      data::Batch b;
+      while (train_loader->next(b)) {
+        stepper.train_batch(b);
+        if (bar) bar->add();
+      }
+      stepper.model()->eval();
+      test_loader->start_epoch(0);
+      while (test_loader->next(b)) {
+        stepper.eval_batch(b);
+        if (bar) bar->add();
+      }
+    }
+    auto totals = stepper.totals();
+    if (dist) dist->all_reduce_sum(totals);
+    totals = totals.cpu();  // the epoch's one host sync
+    const double* t = totals.data_ptr<double>();
+    EpochStats e;
+    e.epoch = epoch + 1;
+    e.train_images = train_loader->samples_per_epoch() * world.world;
+    e.train_loss = t[0] / e.train_images;
+    e.test_loss = t[1] / dataset.test.n;
+    e.test_accuracy = 100.0 * t[2] / dataset.test.n;
+    e.seconds = timer.seconds();
+    train_images += e.train_images;
+    report.epochs.push_back(e);
+    log.write({{"event", "epoch"}, {"epoch", e.epoch}, {"train_loss", e.train_loss},
+               {"test_loss", e.test_loss}, {"test_accuracy", e.test_accuracy}, {"seconds", e.seconds}});
+    if (on_epoch && is_main) on_epoch(e);
+  }
+  report.total_seconds = total.seconds();
+  report.train_images_per_second = train_images / report.total_seconds;
+  log.write({{"event", "done"}, {"result", report.to_json()}});
+  if (!o.save.empty() && is_main) save_state_dict(*stepper.model(), o.save);
+  return report;
+}
+
+}  // namespace faster::train

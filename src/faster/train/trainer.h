@@ -1,0 +1,76 @@
+// The trainer: ThinNet on a small in-memory dataset, SGD, cross-entropy, train + test every epoch.
+// One process drives one device here; train/parallel adds DataParallel and DDP on top.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "faster/train/amp.h"
+#include "faster/train/sgd.h"
+
+namespace faster::train {
+
+struct TrainOptions {
+  std::string data = "/usr/share/datasets/fashion-mnist";
+  std::string device = "auto";  // auto | cpu | cuda | cuda:N
+  int epochs = 5;
+  int64_t batch = 512;  // per process
+  SgdOptions sgd;
+  std::vector<int> blocks{3, 3, 2};
+  std::vector<int> filters{32, 64, 128};
+  uint64_t seed = 0;
+  bool cudnn_benchmark = false;
+  Precision precision = Precision::kFloat32;  // --amp picks fp16 (with grad scaler) or bf16
+  bool channels_last = false;
+  std::string loader = "host";  // host | device
+  int workers = 4;
+  std::string last_batch = "keep";  // keep | drop (training batches)
+  bool cuda_graph = false;
+  int64_t train_limit = 0, test_limit = 0;  // 0 = whole split
+  std::string log_dir;  // metrics.jsonl
+  std::string save;     // state_dict path
+  std::string mode_name = "custom";  // label for reports ("baseline", "fast", ...)
+  std::string norm = "batch";         // batch | none (ThinNet's normalization)
+
+  // Parallel training (train/parallel): none, dp (one process, several GPUs) or ddp (a process per
+  // GPU, launched by --nproc, torchrun or Slurm).
+  std::string parallel = "none";
+  int gpus = 0;              // dp: GPUs to use (0 = all visible)
+  double bucket_mb = 25.0;   // ddp: gradient bucket size
+  bool sync_bn = false;      // ddp: SyncBatchNorm
+  int dist_timeout_s = 120;  // ddp: rendezvous and collective timeout
+};
+
+// The fastest configuration for this workload on a GPU: device-resident data, fp16 autocast with the
+// on-device grad scaler, channels_last, CUDA-graph steps, the short last training batch dropped and
+// eval batches padded, so every step has one static shape.
+void apply_fast_mode(TrainOptions& o);
+
+// Checks flag combinations and the device; throws faster::Error naming the problem.
+void validate(const TrainOptions& o);
+
+struct EpochStats {
+  int epoch = 0;
+  double train_loss = 0, test_loss = 0, test_accuracy = 0, seconds = 0;
+  int64_t train_images = 0, skipped_steps = 0;
+};
+
+struct TrainReport {
+  std::vector<EpochStats> epochs;
+  double total_seconds = 0;  // model on the device -> end of the last test epoch (as the peer)
+  double train_images_per_second = 0;
+  std::string device;
+  nlohmann::json options;
+
+  nlohmann::json to_json() const;
+};
+
+// Runs the whole training; `on_epoch` (optional) sees each epoch's stats as they come.
+TrainReport train(const TrainOptions& o, const std::function<void(const EpochStats&)>& on_epoch = {});
+
+nlohmann::json options_json(const TrainOptions& o);
+
+}  // namespace faster::train

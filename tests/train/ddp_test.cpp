@@ -1,0 +1,187 @@
+// DDP on this machine: two Gloo processes (faster train --parallel ddp --nproc 2) against one process
+// training on the combined batch, with and without SyncBatchNorm; a killed rank ends the job; bad
+// world settings and a busy port give one-line errors.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <chrono>
+
+#include "faster/models/thinnet.h"
+#include "faster/train/checkpoint.h"
+#include "support/test_support.h"
+
+namespace faster::train {
+namespace {
+
+const std::string kSmall =
+    " --device cpu --epochs 1 --blocks 0,0,0 --filters 8,16,32 --train-limit 512 --test-limit 128 "
+    "--lr 0.05 --workers 1";
+
+#define REQUIRE_FASHION_MNIST() \
+  if (test::fashion_mnist_dir().empty()) GTEST_SKIP() << "dataset-fashion-mnist not installed"
+
+// Loads two state_dicts into ThinNets and returns the largest parameter/buffer difference.
+double max_difference(const std::string& a, const std::string& b, const std::string& norm,
+                      std::string* worst_name = nullptr) {
+  models::ThinNetOptions o;
+  o.blocks = {0, 0, 0};
+  o.filters = {8, 16, 32};
+  o.norm = norm;
+  models::ThinNet ma(o), mb(o);
+  load_state_dict(*ma, a);
+  load_state_dict(*mb, b);
+  double worst = 0;
+  const auto consider = [&](const std::string& name, const torch::Tensor& x, const torch::Tensor& y) {
+    const double d = (x.to(torch::kDouble) - y.to(torch::kDouble)).abs().max().item<double>();
+    if (d > worst && worst_name) *worst_name = name;
+    worst = std::max(worst, d);
+  };
+  auto pb = mb->named_parameters();
+  for (const auto& kv : ma->named_parameters()) consider(kv.key(), kv.value(), pb[kv.key()]);
+  auto bb = mb->named_buffers();
+  for (const auto& kv : ma->named_buffers()) consider(kv.key(), kv.value(), bb[kv.key()]);
+  return worst;
+}
+
+// 8 steps: two ranks with batch 32 each against one process with batch 64 over the same samples.
+void expect_ddp_equals_combined_batch(const std::string& ddp_flags, const std::string& single_flags,
+                                      const std::string& norm, double tolerance = 1e-4) {
+  test::TempDir d;
+  const auto ddp = test::run_faster("train --parallel ddp --nproc 2 --batch 32" + kSmall + ddp_flags +
+                                    " --save " + (d / "ddp.pt").string());
+  ASSERT_EQ(ddp.exit_code, 0) << ddp.output;
+  EXPECT_NE(ddp.output.find("2 ranks (gloo)"), std::string::npos) << ddp.output;
+  const auto one = test::run_faster("train --batch 64" + kSmall + single_flags + " --save " +
+                                    (d / "one.pt").string());
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  // Float sums in another order, over 8 SGD steps: agreement to `tolerance` absolute (weights ~0.3).
+  std::string worst;
+  EXPECT_LT(max_difference((d / "ddp.pt").string(), (d / "one.pt").string(), norm, &worst), tolerance)
+      << "largest difference in " << worst;
+  // And training moved the weights at all (the comparison is not between two untrained models).
+  models::ThinNetOptions o;
+  o.blocks = {0, 0, 0};
+  o.filters = {8, 16, 32};
+  o.norm = norm;
+  test::TempDir fresh;
+  torch::manual_seed(0);
+  models::ThinNet init(o);
+  save_state_dict(*init, fresh / "init.pt");
+  EXPECT_GT(max_difference((d / "ddp.pt").string(), (fresh / "init.pt").string(), norm), 1e-2);
+}
+
+TEST(Ddp, TwoGlooRanksEqualOneProcessOnTheCombinedBatchWithoutBatchNorm) {
+  REQUIRE_FASHION_MNIST();
+  expect_ddp_equals_combined_batch(" --norm none", " --norm none", "none");
+}
+
+TEST(Ddp, TwoGlooRanksWithSyncBnEqualOneProcessOnTheCombinedBatch) {
+  REQUIRE_FASHION_MNIST();
+  // Against one rank with the same SyncBatchNorm code on the combined batch: only the split differs.
+  // Partial sums are added in another order; BatchNorm amplifies that rounding (about 2e-4 on the
+  // first conv's weights after 8 steps, measured), far below what training moves (> 1e-2).
+  expect_ddp_equals_combined_batch(" --sync-bn", " --parallel ddp --sync-bn", "batch", 5e-4);
+  // Against LibTorch's own BatchNorm2d (the same function, sync_batchnorm_test proves it in double
+  // precision): float32 reductions in another order drift by a few 1e-4 over 8 steps.
+  expect_ddp_equals_combined_batch(" --sync-bn", "", "batch", 1e-3);
+}
+
+TEST(Ddp, SmallBucketsGiveTheSameResult) {
+  REQUIRE_FASHION_MNIST();
+  // About 40 KB buckets: several all-reduces per step, launched from the backward hooks.
+  expect_ddp_equals_combined_batch(" --norm none --bucket-mb 0.04", " --norm none", "none");
+}
+
+// Kills a background job's whole process group when the test ends, whatever happened.
+struct JobGuard {
+  std::filesystem::path pid_file;
+  ~JobGuard() {
+    if (std::filesystem::exists(pid_file))
+      test::run_shell("kill -9 -- -" + test::read_file(pid_file) + " 2>/dev/null");
+  }
+};
+
+TEST(Ddp, KilledRankEndsTheJobWithinTheBound) {
+  REQUIRE_FASHION_MNIST();
+  test::TempDir d;
+  const std::string log = (d / "job.log").string();
+  JobGuard guard{d / "job.pid"};
+  // A long job in its own process group, in the background; the group id goes to job.pid.
+  test::run_shell("setsid sh -c '(FASTER_PROGRESS=plain " + std::string(FASTER_BIN) +
+                  " train --parallel ddp --nproc 2 --device cpu --epochs 1000 --blocks 0,0,0 "
+                  "--filters 8,16,32 --train-limit 512 --test-limit 128 --batch 32 --workers 1 > " +
+                  log + " 2>&1; echo $? > " + (d / "job.rc").string() + ")' > /dev/null 2>&1 < /dev/null & echo $! > " +
+                  (d / "job.pid").string());
+  // Wait until training runs (an epoch line), then kill rank 1.
+  const auto start = std::chrono::steady_clock::now();
+  std::string rank_pid;
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(60)) {
+    if (std::filesystem::exists(log) && test::read_file(log).find("epoch 1/1000") != std::string::npos) {
+      rank_pid = test::run_shell("pgrep -n -f '[f]aster train --parallel ddp --device cpu --epochs 1000'").output;
+      break;
+    }
+    usleep(200000);
+  }
+  ASSERT_FALSE(rank_pid.empty()) << test::read_file(log);
+  const auto killed_at = std::chrono::steady_clock::now();
+  test::run_shell("kill -9 " + rank_pid);
+  while (!std::filesystem::exists(d / "job.rc") &&
+         std::chrono::steady_clock::now() - killed_at < std::chrono::seconds(60))
+    usleep(100000);
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  ASSERT_TRUE(std::filesystem::exists(d / "job.rc")) << "job still running 60 s after the kill";
+  EXPECT_NE(std::stoi(test::read_file(d / "job.rc")), 0);
+  EXPECT_LT(waited, 15.0);  // the launcher stops the survivors at once (10 s grace at most)
+  EXPECT_NE(test::read_file(log).find("stopping the other ranks"), std::string::npos)
+      << test::read_file(log);
+}
+
+TEST(Ddp, BadWorldSettingsAndBusyPort) {
+  const auto bad = test::run_faster_env("RANK=3 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29555",
+                                        "train --parallel ddp --device cpu");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("rank 3 is not below the world size 2"), std::string::npos) << bad.output;
+  const auto half = test::run_faster_env("RANK=0 WORLD_SIZE=2", "train --parallel ddp --device cpu");
+  EXPECT_NE(half.output.find("MASTER_ADDR or MASTER_PORT"), std::string::npos) << half.output;
+  // Occupy a port, then ask rank 0 to serve the store on it.
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const std::string port = std::to_string(ntohs(addr.sin_port));
+  const auto busy = test::run_faster_env(
+      "RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port,
+      "train --parallel ddp --device cpu --dist-timeout 5");
+  close(fd);
+  EXPECT_NE(busy.exit_code, 0);
+  EXPECT_NE(busy.output.find("port is busy"), std::string::npos) << busy.output;
+  EXPECT_NE(busy.output.find("HINT"), std::string::npos) << busy.output;
+  const auto nproc = test::run_faster("train --nproc 2 --device cpu");
+  EXPECT_NE(nproc.output.find("--nproc needs --parallel ddp"), std::string::npos) << nproc.output;
+}
+
+TEST(Ddp, RunsUnderTorchrunWhenAvailable) {
+  REQUIRE_FASHION_MNIST();
+  // Debian 12's torchrun (PyTorch 1.13 on Python 3.11) fails before starting any process; such a
+  // torchrun cannot launch anything, so the check is left to machines with a working one.
+  if (test::run_shell("torchrun --no_python --nproc_per_node 1 true").exit_code != 0)
+    GTEST_SKIP() << "no working torchrun here";
+  // Underscore spellings: LibTorch 1.13's torchrun knows only these (2.x takes both).
+  const auto r = test::run_shell("FASTER_PROGRESS=plain torchrun --no_python --nproc_per_node 2 "
+                                 "--master_port " + std::to_string(29400 + getpid() % 500) + " " +
+                                 std::string(FASTER_BIN) +
+                                 " train --parallel ddp --batch 32" + kSmall);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("2 ranks (gloo)"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace faster::train
