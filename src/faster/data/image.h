@@ -1,5 +1,6 @@
-// Interleaved 8-bit images (HWC) as passed between decode, resample and the loader: views that borrow
-// memory, and a growable buffer that keeps its capacity so steady-state decoding never allocates.
+// Interleaved 8-bit images (HWC) as passed between decode, resample and the loader: views that
+// borrow memory, and a growable buffer that keeps its capacity so steady-state decoding never
+// allocates.
 #pragma once
 
 #include <cstddef>

@@ -16,7 +16,7 @@ const char* to_string(JpegColor color);
 
 struct JpegInfo {
   int width = 0, height = 0;
-  int components = 0;                   // in the file: 1 (gray), 3 (YCbCr/RGB), 4 (CMYK/YCCK)
+  int components = 0;                     // in the file: 1 (gray), 3 (YCbCr/RGB), 4 (CMYK/YCCK)
   JpegColor color = JpegColor::kUnknown;  // colour space in the file
   bool progressive = false;
 };

@@ -1,5 +1,5 @@
-// JPEG encoding with libjpeg-turbo into a reusable byte vector (dataset tools, synth, test fixtures).
-// One JpegEncoder per thread: it owns a libjpeg compressor and is not thread-safe.
+// JPEG encoding with libjpeg-turbo into a reusable byte vector (dataset tools, synth, test
+// fixtures). One JpegEncoder per thread: it owns a libjpeg compressor and is not thread-safe.
 #pragma once
 
 #include <cstdint>
