@@ -1,1 +1,6 @@
 # tests/data: list sources with list(APPEND FASTER_BASE_TEST_SOURCES ...) or FASTER_TORCH_TEST_SOURCES
+list(APPEND FASTER_BASE_TEST_SOURCES
+  data/jpeg_decoder_test.cpp
+  data/resample_test.cpp
+  data/crop_params_test.cpp
+)

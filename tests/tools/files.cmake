@@ -1,1 +1,2 @@
 # tests/tools: list sources with list(APPEND FASTER_BASE_TEST_SOURCES ...) or FASTER_TORCH_TEST_SOURCES
+list(APPEND FASTER_BASE_TEST_SOURCES tools/synth_test.cpp)

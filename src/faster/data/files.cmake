@@ -4,6 +4,7 @@ list(APPEND FASTER_BASE_SOURCES
   src/faster/data/decode/jpeg_decoder.cpp
   src/faster/data/decode/jpeg_encoder.cpp
   src/faster/data/augment/resample.cpp
+  src/faster/data/augment/crop_params.cpp
 )
 list(APPEND FASTER_TORCH_SOURCES
 )

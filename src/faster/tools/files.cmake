@@ -1,1 +1,4 @@
-# tools
+# tools: dataset preparation on top of data/ (no LibTorch).
+list(APPEND FASTER_BASE_SOURCES
+  src/faster/tools/synth.cpp
+)
