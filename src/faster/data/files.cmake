@@ -8,3 +8,9 @@ list(APPEND FASTER_BASE_SOURCES
 )
 list(APPEND FASTER_TORCH_SOURCES
 )
+# LMDB datasets: layout, handle owners, reader (written by tools/pack).
+list(APPEND FASTER_BASE_SOURCES
+  src/faster/data/sources/lmdb_format.cpp
+  src/faster/data/sources/lmdb_env.cpp
+  src/faster/data/sources/lmdb_source.cpp
+)
