@@ -3,4 +3,8 @@ list(APPEND FASTER_BASE_TEST_SOURCES
   data/jpeg_decoder_test.cpp
   data/resample_test.cpp
   data/crop_params_test.cpp
+  data/folder_source_test.cpp
+)
+list(APPEND FASTER_TORCH_TEST_SOURCES
+  data/image_loader_test.cpp
 )

@@ -1,4 +1,4 @@
 # cli: the `faster` program, one file per subcommand.
 list(APPEND FASTER_CLI_SOURCES src/faster/cli/main.cpp src/faster/cli/cmd_env.cpp)
 list(APPEND FASTER_CLI_SOURCES src/faster/cli/cmd_resize.cpp src/faster/cli/cmd_pack.cpp)
-list(APPEND FASTER_CLI_SOURCES src/faster/cli/cmd_synth.cpp)
+list(APPEND FASTER_CLI_SOURCES src/faster/cli/cmd_load.cpp src/faster/cli/cmd_synth.cpp)

@@ -5,9 +5,22 @@ list(APPEND FASTER_BASE_SOURCES
   src/faster/data/decode/jpeg_encoder.cpp
   src/faster/data/augment/resample.cpp
   src/faster/data/augment/crop_params.cpp
+  src/faster/data/augment/store.cpp
+  src/faster/data/decode/decode_floor.cpp
+  src/faster/data/sources/folder_source.cpp
+  src/faster/data/sources/open_source.cpp
+  src/faster/data/sources/page_cache.cpp
 )
+# The loader and the load benchmark are the only LibTorch units here (slow to compile: keep few).
 list(APPEND FASTER_TORCH_SOURCES
+  src/faster/data/loader/image_loader.cpp
+  src/faster/data/loader/load_benchmark.cpp
 )
+if(FASTER_CUDA)
+  list(APPEND FASTER_TORCH_SOURCES src/faster/data/loader/device_copy_cuda.cpp)
+else()
+  list(APPEND FASTER_TORCH_SOURCES src/faster/data/loader/device_copy_cpu.cpp)
+endif()
 # LMDB datasets: layout, handle owners, reader (written by tools/pack).
 list(APPEND FASTER_BASE_SOURCES
   src/faster/data/sources/lmdb_format.cpp

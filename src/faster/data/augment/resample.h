@@ -39,7 +39,7 @@ class Resampler {
                            Filter filter, Axis& axis);
 
   Axis horizontal_, vertical_;
-  std::vector<float> rows_;  // horizontally resampled source rows, float to avoid double rounding
+  std::vector<float> rows_;  // vertically resampled region rows, float to avoid double rounding
 };
 
 }  // namespace faster::data
