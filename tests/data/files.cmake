@@ -5,6 +5,7 @@ list(APPEND FASTER_BASE_TEST_SOURCES
   data/crop_params_test.cpp
   data/folder_source_test.cpp
 )
+list(APPEND FASTER_BASE_TEST_SOURCES data/lmdb_format_test.cpp data/lmdb_source_test.cpp)
 list(APPEND FASTER_TORCH_TEST_SOURCES
   data/image_loader_test.cpp
 )

@@ -1,9 +1,11 @@
 // LMDB handle owners.
 #include "faster/data/sources/lmdb_env.h"
 
+#include <sys/stat.h>
 
+#include <cerrno>
+#include <cstring>
 #include <utility>
-
 
 namespace faster::data {
 namespace fs = std::filesystem;
@@ -43,7 +45,26 @@ LmdbEnv LmdbEnv::open_read_only(const fs::path& path) {
   }
   LmdbEnv env(new_env(path.string()), path.string());
   FASTER_CHECK_LMDB(mdb_env_open(env.env_, path.c_str(), flags, 0644), path.string());
+  env.check_not_truncated();
   return env;
+}
+
+// LMDB maps the file and trusts its meta page: pages past the end of a truncated file would kill
+// the reader with SIGBUS on first touch, so compare the file's size with the last page in use.
+void LmdbEnv::check_not_truncated() const {
+  MDB_envinfo info;
+  MDB_stat stat;
+  mdb_filehandle_t fd;
+  FASTER_CHECK_LMDB(mdb_env_info(env_, &info), path_);
+  FASTER_CHECK_LMDB(mdb_env_stat(env_, &stat), path_);
+  FASTER_CHECK_LMDB(mdb_env_get_fd(env_, &fd), path_);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) FASTER_THROW("cannot stat ", path_, ": ", std::strerror(errno));
+  const uint64_t needed = (uint64_t{info.me_last_pgno} + 1) * stat.ms_psize;
+  if (static_cast<uint64_t>(st.st_size) < needed)
+    throw Error(detail::concat(path_, ": database file is truncated (", st.st_size,
+                               " bytes, its pages need ", needed, ")"),
+                "the copy is incomplete or the disk filled up: copy or pack it again");
 }
 
 LmdbEnv LmdbEnv::create(const fs::path& dir, size_t map_size) {

@@ -67,6 +67,7 @@ class LmdbEnv {
 
  private:
   LmdbEnv(MDB_env* env, std::string path) : env_(env), path_(std::move(path)) {}
+  void check_not_truncated() const;
   MDB_env* env_ = nullptr;
   std::string path_;
 };
