@@ -75,22 +75,6 @@ TEST(Tree, ListsJpegsAtAnyDepthSortedWithoutHiddenEntries) {
   EXPECT_THROW(list_jpeg_tree(tmp / "a/notes.txt"), Error);
 }
 
-TEST(Tree, ClassFoldersGiveSortedLabels) {
-  TempDir tmp;
-  for (const char* f : {"zebra/1.JPEG", "ant/sub/2.JPEG", "ant/1.JPEG", "loose.JPEG"})
-    fs::create_directories((tmp / f).parent_path()), test::write_file(tmp / f, "xy");
-  fs::create_directories(tmp / "empty");
-  const ClassTree t = list_class_tree(tmp.path());
-  EXPECT_EQ(t.classes, (std::vector<std::string>{"ant", "empty", "zebra"}));
-  EXPECT_EQ(t.files, (std::vector<std::string>{"ant/1.JPEG", "ant/sub/2.JPEG", "zebra/1.JPEG"}));
-  EXPECT_EQ(t.labels, (std::vector<int>{0, 0, 2}));
-  EXPECT_EQ(t.ignored, 1);
-  EXPECT_EQ(t.bytes, 6u);
-  TempDir flat;
-  test::write_file(flat / "a.JPEG", "x");
-  EXPECT_THROW(list_class_tree(flat.path()), Error);
-}
-
 TEST(Tree, RefusesSameOrNestedTreesEitherWay) {
   TempDir tmp;
   fs::create_directories(tmp / "src/sub");

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "faster/core/error.h"
+#include "faster/data/sources/folder_source.h"
 #include "faster/data/sources/lmdb_env.h"
 #include "faster/data/sources/lmdb_format.h"
 #include "faster/data/sources/lmdb_source.h"
@@ -55,6 +56,17 @@ TEST(Pack, RoundTripGivesTheFolderBytesAndLabels) {
     source.get(static_cast<int64_t>(i), sample);
     EXPECT_EQ(to_string(sample.bytes), read_file(t.src / t.expected[i].first)) << i;
     EXPECT_EQ(sample.label, t.expected[i].second) << i;
+  }
+  // The same samples as the loader's own view of the folder, index by index.
+  const data::FolderSource folder(t.src);
+  ASSERT_EQ(folder.size(), source.size());
+  EXPECT_EQ(folder.classes(), source.classes());
+  data::Sample from_folder;
+  for (int64_t i = 0; i < folder.size(); ++i) {
+    folder.get(i, from_folder);
+    source.get(i, sample);
+    EXPECT_EQ(from_folder.bytes, sample.bytes) << i;
+    EXPECT_EQ(from_folder.label, sample.label) << i;
   }
   const auto& meta = source.metadata();
   EXPECT_EQ(meta.source, fs::absolute(t.src).lexically_normal().string());

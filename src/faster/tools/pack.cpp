@@ -1,6 +1,8 @@
-// `faster pack` implementation.  Workers read, check and (optionally) downscale images in any order
-// into a reorder ring; one writer takes them in folder order and appends them to LMDB in batches,
-// so the database order never depends on thread timing and the map can grow between batches.
+// `faster pack` implementation.  The folder is read through the loader's own FolderSource, so the
+// records are by construction the samples `faster load` sees in the folder, in its order and with
+// its labels.  Workers read, check and (optionally) downscale images in any order into a reorder
+// ring; one writer takes them in index order and appends them to LMDB in batches, so the database
+// order never depends on thread timing and the map can grow between batches.
 #include "faster/tools/pack.h"
 
 #include <cerrno>
@@ -16,6 +18,7 @@
 #include "faster/core/log.h"
 #include "faster/core/progress.h"
 #include "faster/core/timer.h"
+#include "faster/data/sources/folder_source.h"
 #include "faster/data/sources/lmdb_env.h"
 #include "faster/data/sources/lmdb_format.h"
 #include "faster/tools/downscale.h"
@@ -30,7 +33,8 @@ namespace fmt = data::lmdb_format;
 namespace {
 
 constexpr size_t kBatchBytes = size_t{64} << 20;  // per write transaction: bounds writer memory
-constexpr size_t kMinMapSize = size_t{64} << 20;
+// Address space, not disk: LMDB's file grows with the data.  Doubled whenever it fills.
+constexpr size_t kInitialMapSize = size_t{1} << 30;
 
 // One image on its way from a worker to the writer.
 struct Slot {
@@ -178,26 +182,27 @@ class DbWriter {
 
 struct Worker {
   Downscaler downscaler;
-  std::vector<uint8_t> in, out;
+  data::Sample in;
+  std::vector<uint8_t> out;
 };
 
 // Reads, checks and maybe downscales image i into its slot; returns the slot's new state.
-Slot::State load_one(const PackOptions& o, const ClassTree& tree, int64_t i, Worker& w, Slot& s) {
-  const std::string& rel = tree.files[static_cast<size_t>(i)];
-  s.label = tree.labels[static_cast<size_t>(i)];
+Slot::State load_one(const PackOptions& o, const data::Source& source, int64_t i, Worker& w,
+                     Slot& s) {
   DownscaleResult result;
   try {
-    read_whole_file(o.src / rel, w.in);
+    source.get(i, w.in);
     data::JpegEncodeOptions encode;
     encode.quality = o.quality;
-    result = w.downscaler.run(w.in.data(), w.in.size(), o.max_size, encode, w.out);
+    result = w.downscaler.run(w.in.bytes.data(), w.in.bytes.size(), o.max_size, encode, w.out);
   } catch (const Error& e) {
     s.reason = e.what();
     return Slot::State::kBad;
   }
-  std::vector<uint8_t>& image = result == DownscaleResult::kKeep ? w.in : w.out;
+  s.label = w.in.label;
+  std::vector<uint8_t>& image = result == DownscaleResult::kKeep ? w.in.bytes : w.out;
   s.downscaled = result == DownscaleResult::kDownscaled;
-  s.bytes_in = static_cast<int64_t>(w.in.size());
+  s.bytes_in = static_cast<int64_t>(w.in.bytes.size());
   s.crc = fmt::crc32(image.data(), image.size());
   std::swap(s.bytes, image);  // hand the buffer over; the worker keeps the slot's old one
   return Slot::State::kGood;
@@ -270,10 +275,11 @@ class Producer {
   std::exception_ptr error_;
 };
 
-fmt::Metadata make_metadata(const PackOptions& o, const ClassTree& tree, const PackSummary& s) {
+fmt::Metadata make_metadata(const PackOptions& o, const data::Source& source,
+                            const PackSummary& s) {
   fmt::Metadata m;
   m.count = s.packed;
-  m.classes = tree.classes;
+  m.classes = source.classes();
   m.source = fs::absolute(o.src).lexically_normal().string();
   m.options = {{"max_size", o.max_size}};
   if (o.max_size > 0) m.options["quality"] = o.quality;
@@ -284,15 +290,20 @@ fmt::Metadata make_metadata(const PackOptions& o, const ClassTree& tree, const P
   return m;
 }
 
+// A sample's path below the packed folder, for reports.
+std::string relative_name(const data::FolderSource& source, int64_t i) {
+  return fs::path(source.name(i)).lexically_relative(source.root()).string();
+}
+
 // The writer loop: records in folder order into the database, bad images into the summary.
-void write_all(const PackOptions& o, const ClassTree& tree, int workers, DbWriter& writer,
-               PackSummary& s) {
-  const int64_t n = static_cast<int64_t>(tree.files.size());
+void write_all(const PackOptions& o, const data::FolderSource& source, int workers,
+               DbWriter& writer, PackSummary& s) {
+  const int64_t n = source.size();
   ReorderRing ring(static_cast<size_t>(std::max(16, 4 * workers)));
   std::vector<Worker> state(static_cast<size_t>(workers));
   Producer producer(ring, workers, n, [&](int w, int64_t i) {
     Slot* slot = ring.acquire(i);
-    if (slot) ring.publish(i, load_one(o, tree, i, state[static_cast<size_t>(w)], *slot));
+    if (slot) ring.publish(i, load_one(o, source, i, state[static_cast<size_t>(w)], *slot));
   });
   std::optional<Progress> progress;
   if (o.progress) progress.emplace("pack", n, "img");
@@ -300,9 +311,9 @@ void write_all(const PackOptions& o, const ClassTree& tree, int workers, DbWrite
     Slot* slot = ring.wait(i);
     if (!slot) break;  // a worker failed: join() below rethrows its error
     if (slot->state == Slot::State::kBad) {
-      if (s.bad_images.size() < 10)
-        log::warn("bad image ", tree.files[static_cast<size_t>(i)], ": ", slot->reason);
-      s.bad_images.push_back({tree.files[static_cast<size_t>(i)], slot->reason});
+      const std::string name = relative_name(source, i);
+      if (s.bad_images.size() < 10) log::warn("bad image ", name, ": ", slot->reason);
+      s.bad_images.push_back({name, slot->reason});
     } else {
       s.bytes_in += slot->bytes_in;
       s.bytes_out += static_cast<int64_t>(slot->bytes.size());
@@ -321,7 +332,7 @@ void write_all(const PackOptions& o, const ClassTree& tree, int workers, DbWrite
 PackSummary pack_folder(const PackOptions& o) {
   validate(o);
   Timer timer;
-  const ClassTree tree = list_class_tree(o.src);
+  const data::FolderSource source(o.src);
   const fs::path temp = temp_path_for(fs::absolute(o.out).lexically_normal());
   std::error_code ec;
   if (fs::exists(temp, ec)) {
@@ -330,21 +341,18 @@ PackSummary pack_folder(const PackOptions& o) {
     fs::remove_all(temp, ec);
   }
   TempDbGuard guard(temp);
-  const size_t map_size = o.initial_map_size > 0
-                              ? o.initial_map_size
-                              : std::max(kMinMapSize, static_cast<size_t>(tree.bytes * 1.25));
-  DbWriter writer(temp, map_size);
+  DbWriter writer(temp, o.initial_map_size > 0 ? o.initial_map_size : kInitialMapSize);
   DirectoryLock lock(temp, "'faster pack'");
 
   PackSummary s;
-  s.files = static_cast<int64_t>(tree.files.size());
-  s.classes = static_cast<int64_t>(tree.classes.size());
+  s.files = source.size();
+  s.classes = static_cast<int64_t>(source.classes().size());
   const int workers = static_cast<int>(std::clamp<int64_t>(
       o.workers > 0 ? o.workers : default_workers(), 1, std::max<int64_t>(s.files, 1)));
-  write_all(o, tree, workers, writer, s);
+  write_all(o, source, workers, writer, s);
   s.bad = static_cast<int64_t>(s.bad_images.size());
   s.packed = s.files - s.bad;
-  writer.finish(fmt::encode_metadata(make_metadata(o, tree, s)));
+  writer.finish(fmt::encode_metadata(make_metadata(o, source, s)));
   s.map_growths = writer.growths();
   // Readers open without a lock file (the database is immutable from here on).
   fs::remove(temp / "lock.mdb", ec);

@@ -16,7 +16,7 @@ struct PackOptions {
   int max_size = 0;             // 0: store the images as they are (still checked to decode)
   int quality = 90;             // for downscaled images
   int workers = 0;              // 0: every core
-  size_t initial_map_size = 0;  // 0: from the source's size; grows when full either way
+  size_t initial_map_size = 0;  // 0: 1 GiB; doubled whenever it fills
   bool progress = true;
 };
 
@@ -28,8 +28,9 @@ struct PackSummary {
   std::vector<BadImage> bad_images;  // also in the metadata record ("skipped")
 };
 
-// Builds the database beside `out` under a temporary name and renames it into place when it is
-// complete and synced; `out` must not exist.  Unreadable or corrupt images are left out and
+// Packs the samples of data::FolderSource(src) (the loader's view: classes sorted, labels by class
+// index).  Builds the database beside `out` under a temporary name and renames it into place when
+// it is complete and synced; `out` must not exist.  Unreadable or corrupt images are left out and
 // listed.  Throws faster::Error when it cannot finish (no database is left under `out` then).
 PackSummary pack_folder(const PackOptions& options);
 std::string format_summary(const PackSummary& summary, const std::filesystem::path& out);

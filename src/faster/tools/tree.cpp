@@ -45,36 +45,6 @@ TreeListing list_jpeg_tree(const fs::path& root) {
   return out;
 }
 
-ClassTree list_class_tree(const fs::path& root) {
-  std::error_code ec;
-  if (!fs::is_directory(root, ec)) FASTER_THROW("not a directory: ", root.string());
-  ClassTree out;
-  for (const auto& entry : fs::directory_iterator(root, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name[0] == '.') continue;
-    if (entry.is_directory(ec))
-      out.classes.push_back(name);
-    else
-      ++out.ignored;
-  }
-  if (ec) FASTER_THROW("cannot list ", root.string(), ": ", ec.message());
-  if (out.classes.empty())
-    throw Error(detail::concat("no class folders in ", root.string()),
-                "expected ImageNet-style ROOT/<class>/<image>.JPEG");
-  std::sort(out.classes.begin(), out.classes.end());
-  for (size_t label = 0; label < out.classes.size(); ++label) {
-    const TreeListing t = list_jpeg_tree(root / out.classes[label]);
-    out.ignored += t.ignored;
-    for (const auto& f : t.files) {
-      out.files.push_back(out.classes[label] + "/" + f);
-      out.labels.push_back(static_cast<int>(label));
-      const auto size = fs::file_size(root / out.files.back(), ec);
-      if (!ec) out.bytes += size;  // only sizes the database; a missing file is reported later
-    }
-  }
-  return out;
-}
-
 namespace {
 bool inside(const fs::path& inner, const fs::path& outer) {
   auto i = inner.begin();

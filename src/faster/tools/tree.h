@@ -1,5 +1,5 @@
-// Walking dataset trees: every JPEG under a root at any depth (resize mirrors them), or the
-// ImageNet-style class folders (pack labels them), always in sorted order so runs are repeatable.
+// Walking a dataset tree for `faster resize`: every JPEG under a root at any depth, in sorted order
+// so runs are repeatable.  (pack reads class folders through data::FolderSource, like the loader.)
 #pragma once
 
 #include <cstdint>
@@ -22,19 +22,6 @@ struct TreeListing {
 // dataset content, and the tools' own temporaries are hidden.  Symlinked files are followed,
 // symlinked directories are not (no cycles).  Throws faster::Error if root is not a directory.
 TreeListing list_jpeg_tree(const std::filesystem::path& root);
-
-// An ImageNet-style tree (torchvision ImageFolder): every non-hidden folder directly under the root
-// is a class, labels are class indices in sorted name order, and a class holds the JPEGs anywhere
-// below its folder, sorted by relative path.  Files directly under the root belong to no class.
-struct ClassTree {
-  std::vector<std::string> classes;
-  std::vector<std::string> files;  // relative to the root
-  std::vector<int> labels;         // per file
-  int64_t ignored = 0;             // entries that are neither class folders nor JPEGs in one
-  uint64_t bytes = 0;              // total size of the files
-};
-// Throws faster::Error if root is not a directory or holds no class folder.
-ClassTree list_class_tree(const std::filesystem::path& root);
 
 // Refuses source and destination trees that are the same or nested in either direction: a
 // destination inside the source would be read back as input, and a source inside the destination
