@@ -109,7 +109,7 @@ void ImageLoader::wait_idle(std::unique_lock<std::mutex>& lock) {
   idle_cv_.wait(lock, [&] { return in_flight_ == 0; });
 }
 
-void ImageLoader::start_epoch(int64_t epoch) {
+void ImageLoader::start_epoch(int64_t epoch, bool reset_stats) {
   std::unique_lock<std::mutex> lock(mutex_);
   total_tasks_ = next_task_;  // abandon what nobody has claimed yet
   wait_idle(lock);
@@ -123,6 +123,7 @@ void ImageLoader::start_epoch(int64_t epoch) {
   next_task_ = released_ = consumed_ = 0;
   for (Slot& s : ring_) s.batch = -1;
   error_.clear();
+  if (reset_stats) reset_stats_locked();
   lock.unlock();
   work_cv_.notify_all();
 }
@@ -243,8 +244,8 @@ std::optional<Batch> ImageLoader::next() {
   }
   if (consumed_ >= batches_per_epoch()) {
     if (!epoch_reported_ && skipped_ > skipped_at_epoch_start_)  // once, at the end of the epoch
-      log::warn("epoch ", epoch_, ": skipped ", skipped_ - skipped_at_epoch_start_,
-                " bad image(s)", skipped_names_.empty() ? "" : ", first: " + skipped_names_[0]);
+      log::warn("epoch ", epoch_, ": skipped ", skipped_ - skipped_at_epoch_start_, " bad image(s)",
+                skipped_names_.empty() ? "" : ", first: " + skipped_names_[0]);
     epoch_reported_ = true;
     return std::nullopt;
   }
@@ -286,6 +287,10 @@ LoaderStats ImageLoader::stats() const {
 
 void ImageLoader::reset_stats() {
   std::lock_guard<std::mutex> lock(mutex_);
+  reset_stats_locked();
+}
+
+void ImageLoader::reset_stats_locked() {
   read_ns_ = decode_ns_ = augment_ns_ = bytes_ = images_ = skipped_ = pixels_ = 0;
   copy_s_ = wait_s_ = 0;
   skipped_names_.clear();

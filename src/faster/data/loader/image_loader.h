@@ -76,7 +76,9 @@ class ImageLoader {
 
   // Starts (or restarts) an epoch: the sampler's order for `epoch`; batches still in flight from
   // an earlier epoch are abandoned.
-  void start_epoch(int64_t epoch);
+  // reset_stats: zero the counters once the previous epoch's work has drained, before any
+  // sample of this one is loaded (benchmarks time from here).
+  void start_epoch(int64_t epoch, bool reset_stats = false);
   // The next batch of the epoch, or nothing at its end.  The batch's tensors stay valid until the
   // next call (on the CPU they are the ring's memory; clone them to keep them).  With the `fail`
   // policy, a bad image throws faster::Error naming it; with `skip`, the end of an epoch logs a
@@ -107,6 +109,7 @@ class ImageLoader {
   bool load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slot, int position,
                    bool count_bad);
   void stop_workers();
+  void reset_stats_locked();
   void wait_idle(std::unique_lock<std::mutex>& lock);
 
   std::shared_ptr<const Source> source_;

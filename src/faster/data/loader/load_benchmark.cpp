@@ -86,13 +86,13 @@ LoadReport run_load_benchmark(const LoadBenchOptions& o) {
     const int64_t bytes = prefetch_into_page_cache(*source, o.loader.workers);
     r.cache = "warm (every file read once before timing: " + std::to_string(bytes >> 20) + " MiB)";
   }
-  // Counters reset and clock started before the epoch starts: workers begin at once, and on a
-  // busy machine they could finish batches before this thread runs again.
+  // The clock starts before the epoch does, and the counters are reset inside start_epoch once the
+  // warm-up's in-flight samples have drained: workers begin at once, and on a busy machine they
+  // could finish batches before this thread runs again.
   epoch = 0;
-  loader.reset_stats();
   Progress progress("load", measured, "batch");
   Timer timer;
-  loader.start_epoch(epoch);
+  loader.start_epoch(epoch, /*reset_stats=*/true);
   r.batches = run_batches(loader, measured, epoch, o.progress ? &progress : nullptr);
   r.seconds = timer.seconds();
   if (o.progress) progress.finish();
