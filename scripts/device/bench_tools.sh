@@ -40,15 +40,13 @@ if [ ! -f "$marker" ]; then
 fi
 sync
 
-# timed NAME COMMAND...: runs it, keeps its output in OUT/NAME.txt and its wall time in OUT/NAME.s.
+# timed NAME COMMAND...: runs it, keeps its output in OUT/NAME.txt and "wall user sys" seconds in
+# OUT/NAME.s (CPU seconds as well: on a shared machine they say more than the wall clock).
 timed() {
   local name=$1; shift
-  local t0 t1 rc=0
-  t0=$(date +%s.%N)
-  "$@" > "$OUT/$name.txt" 2>&1 || rc=$?
-  t1=$(date +%s.%N)
-  awk "BEGIN { print $t1 - $t0 }" > "$OUT/$name.s"
-  echo "== $name: $(cat "$OUT/$name.s") s (exit $rc)"
+  local rc=0 TIMEFORMAT='%R %U %S'
+  { time "$@" > "$OUT/$name.txt" 2>&1 || rc=$?; } 2> "$OUT/$name.s"
+  echo "== $name: $(cat "$OUT/$name.s") s wall/user/sys (exit $rc)"
   tail -n 3 "$OUT/$name.txt"
   [ "$rc" -eq 0 ] || { echo "error: $name failed" >&2; exit 1; }
 }
@@ -79,7 +77,8 @@ fi
 import json, os, re, statistics, subprocess, sys
 out, runs, n = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 src, small, db, db_small = sys.argv[4:8]
-secs = lambda name: float(open(f'{out}/{name}.s').read())
+secs = lambda name: float(open(f'{out}/{name}.s').read().split()[0])
+cpu = lambda name: sum(map(float, open(f'{out}/{name}.s').read().split()[1:3]))
 text = lambda name: open(f'{out}/{name}.txt').read()
 du = lambda p: int(subprocess.run(['du', '-sb', p], capture_output=True, text=True).stdout.split()[0])
 images = int(re.search(r'resize: (\d+) images', text('resize_1')).group(1))
@@ -90,16 +89,20 @@ peer_own = statistics.median(float(re.search(r'(\d+) img/s', text(f'peer_resize_
 cores = os.cpu_count()
 print(f'| dataset tools, {images} synth images, {cores} cores | seconds | img/s | size | note |')
 print('|---|---:|---:|---:|---|')
+ours_cpu = statistics.median(cpu(f'resize_{i}') for i in range(1, runs + 1))
+peer_cpu = statistics.median(cpu(f'peer_resize_{i}') for i in range(1, runs + 1))
 print(f'| faster resize --max-size {n} (median of {runs}) | {ours:.2f} | {images / ours:.0f} | '
-      f'{du(small) / 1e6:.0f} MB | wall clock, with start-up |')
+      f'{du(small) / 1e6:.0f} MB | wall clock with start-up; {1e3 * ours_cpu / images:.2f} CPU-ms/img |')
 print(f'| ref_resize.py {n} (median of {runs}) | {peer:.2f} | {images / peer:.0f} | '
-      f'{du(src) / 1e6:.0f} MB in | its own figure: {peer_own:.0f} img/s |')
+      f'{du(src) / 1e6:.0f} MB in | its own figure {peer_own:.0f} img/s; '
+      f'{1e3 * peer_cpu / images:.2f} CPU-ms/img |')
 print(f'| faster resize, re-run (all up to date) | {secs("resize_rerun"):.2f} | | | |')
 print(f'| faster pack | {secs("pack"):.2f} | {images / secs("pack"):.0f} | {du(db) / 1e6:.0f} MB | |')
 print(f'| faster pack --max-size {n} | {secs("pack_small"):.2f} | {images / secs("pack_small"):.0f} | '
       f'{du(db_small) / 1e6:.0f} MB | |')
 print(f'| faster pack --verify | {secs("verify"):.2f} | {images / secs("verify"):.0f} | | |')
-print(f'\nfaster resize / peer: {peer / ours:.1f}x (wall clock; target >= 5x)')
+print(f'\nfaster resize / peer: {peer / ours:.1f}x (wall clock; target >= 5x); '
+      f'{peer_cpu / ours_cpu:.1f}x less CPU per image')
 if os.path.exists(f'{out}/load_folder_warm.json'):
     print('\n| faster load (RRC 224 + flip, batch 256) | warm img/s | warm MB/s | cold img/s | cold MB/s | bottleneck (warm) |')
     print('|---|---:|---:|---:|---:|---|')
