@@ -68,10 +68,15 @@ TEST(Tree, ListsJpegsAtAnyDepthSortedWithoutHiddenEntries) {
   for (const char* f : {"b/2.jpg", "a/x/y/1.JPEG", "a/0.jpeg", "top.JPG", "a/notes.txt",
                         ".hidden/3.jpg", "a/.4.jpg.faster-tmp"})
     fs::create_directories((tmp / f).parent_path()), test::write_file(tmp / f, "x");
+  TempDir other;
+  test::write_file(other / "5.jpg", "x");
+  fs::create_directory_symlink(other.path(), tmp / "linked");  // followed
+  fs::create_directory_symlink(tmp.path(), tmp / "a/x/loop");  // a cycle: entered once
   const TreeListing t = list_jpeg_tree(tmp.path());
-  EXPECT_EQ(t.files, (std::vector<std::string>{"a/0.jpeg", "a/x/y/1.JPEG", "b/2.jpg", "top.JPG"}));
-  EXPECT_EQ(t.dirs, (std::vector<std::string>{"a", "a/x", "a/x/y", "b"}));
-  EXPECT_EQ(t.ignored, 1);
+  EXPECT_EQ(t.files, (std::vector<std::string>{"a/0.jpeg", "a/x/y/1.JPEG", "b/2.jpg",
+                                               "linked/5.jpg", "top.JPG"}));
+  EXPECT_EQ(t.dirs, (std::vector<std::string>{"a", "a/x", "a/x/y", "b", "linked"}));
+  EXPECT_EQ(t.ignored, 2);  // notes.txt and the loop
   EXPECT_THROW(list_jpeg_tree(tmp / "a/notes.txt"), Error);
 }
 

@@ -1,8 +1,12 @@
 // Dataset tree walking.
 #include "faster/tools/tree.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cctype>
+#include <set>
+#include <utility>
 
 #include "faster/core/error.h"
 
@@ -20,20 +24,27 @@ TreeListing list_jpeg_tree(const fs::path& root) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) FASTER_THROW("not a directory: ", root.string());
   TreeListing out;
-  fs::recursive_directory_iterator it(root, ec), end;
-  if (ec) FASTER_THROW("cannot list ", root.string(), ": ", ec.message());
-  for (; it != end; it.increment(ec)) {
-    if (ec) FASTER_THROW("cannot list ", it->path().string(), ": ", ec.message());
+  // Directories entered so far, by identity: a symlink cycle (or a second link to the same
+  // folder) is entered once instead of forever.
+  std::set<std::pair<dev_t, ino_t>> entered;
+  const auto first_visit = [&entered](const fs::path& dir) {
+    struct stat st;
+    return ::stat(dir.c_str(), &st) == 0 && entered.insert({st.st_dev, st.st_ino}).second;
+  };
+  first_visit(root);
+  fs::recursive_directory_iterator it(root, fs::directory_options::follow_directory_symlink, ec);
+  for (const fs::recursive_directory_iterator end; !ec && it != end; it.increment(ec)) {
     const fs::path& p = it->path();
-    const std::string rel = p.lexically_relative(root).string();
-    if (p.filename().string()[0] == '.') {
-      if (it->is_directory(ec)) it.disable_recursion_pending();
+    const bool dir = it->is_directory(ec);
+    if (p.filename().string()[0] == '.' || (dir && !first_visit(p))) {
+      if (dir) it.disable_recursion_pending();
+      if (p.filename().string()[0] != '.') ++out.ignored;
       continue;
     }
-    if (it->is_directory(ec) && !it->is_symlink(ec)) {
-      out.dirs.push_back(rel);
+    if (dir) {
+      out.dirs.push_back(p.lexically_relative(root).string());
     } else if (it->is_regular_file(ec) && has_jpeg_extension(p)) {
-      out.files.push_back(rel);
+      out.files.push_back(p.lexically_relative(root).string());
     } else {
       ++out.ignored;
     }

@@ -19,8 +19,9 @@ struct TreeListing {
 };
 
 // Lists `root` recursively.  Hidden entries (names starting with '.') are skipped: they are not
-// dataset content, and the tools' own temporaries are hidden.  Symlinked files are followed,
-// symlinked directories are not (no cycles).  Throws faster::Error if root is not a directory.
+// dataset content, and the tools' own temporaries are hidden.  Symlinks are followed (like the
+// loader's FolderSource does), each directory entered once.  Throws faster::Error if root is not a
+// directory or cannot be listed.
 TreeListing list_jpeg_tree(const std::filesystem::path& root);
 
 // Refuses source and destination trees that are the same or nested in either direction: a
