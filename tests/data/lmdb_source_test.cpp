@@ -1,5 +1,6 @@
-// LmdbSource on databases written here record by record (pack's own round trip is in
-// tests/tools/pack_test.cpp): reads, concurrency, sharding, and the errors for damaged layouts.
+// LmdbWriter and LmdbSource, and databases written here key by key to damage the layout on purpose
+// (pack's own round trip is in tests/tools/pack_test.cpp): reads, map growth, concurrency,
+// sharding, and the errors for damaged layouts.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "faster/data/sources/lmdb_env.h"
 #include "faster/data/sources/lmdb_format.h"
 #include "faster/data/sources/lmdb_source.h"
+#include "faster/data/sources/lmdb_writer.h"
 #include "support/test_support.h"
 
 namespace faster::data {
@@ -84,6 +86,29 @@ TEST(LmdbSource, ReadsRecordsLabelsAndClasses) {
   EXPECT_EQ(source.evict_page_cache(), 1);
   // The data file itself opens too.
   EXPECT_EQ(LmdbSource(tmp / "db" / "data.mdb").size(), 10);
+}
+
+TEST(LmdbWriter, GrowsTheMapAndTheSourceReadsEveryRecordBack) {
+  TempDir tmp;
+  LmdbWriter writer(tmp / "db", 16 * 1024, 8 * 1024);  // 4 pages, several batches
+  for (int i = 0; i < 50; ++i) {
+    const std::string img = image_bytes(i);
+    writer.append(i % 3, fmt::crc32(reinterpret_cast<const uint8_t*>(img.data()), img.size()),
+                  std::vector<uint8_t>(img.begin(), img.end()));
+  }
+  fmt::Metadata m;
+  m.count = writer.count();
+  m.classes = {"a", "b", "c"};
+  writer.finish(m);
+  EXPECT_GT(writer.growths(), 0);
+  const LmdbSource source(tmp / "db");
+  ASSERT_EQ(source.size(), 50);
+  for (int i = 0; i < 50; ++i) {
+    const auto r = source.view(i);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(r.data), r.size), image_bytes(i));
+    EXPECT_EQ(r.label, i % 3);
+    EXPECT_TRUE(fmt::record_intact(r));
+  }
 }
 
 TEST(LmdbSource, ConcurrentReadsMatchSequentialOnes) {

@@ -26,4 +26,5 @@ list(APPEND FASTER_BASE_SOURCES
   src/faster/data/sources/lmdb_format.cpp
   src/faster/data/sources/lmdb_env.cpp
   src/faster/data/sources/lmdb_source.cpp
+  src/faster/data/sources/lmdb_writer.cpp
 )

@@ -1,8 +1,8 @@
 // `faster pack` implementation.  The folder is read through the loader's own FolderSource, so the
 // records are by construction the samples `faster load` sees in the folder, in its order and with
 // its labels.  Workers read, check and (optionally) downscale images in any order into a reorder
-// ring; one writer takes them in index order and appends them to LMDB in batches, so the database
-// order never depends on thread timing and the map can grow between batches.
+// ring; one writer (data::LmdbWriter) takes them in index order, so the database order never
+// depends on thread timing.
 #include "faster/tools/pack.h"
 
 #include <cerrno>
@@ -19,8 +19,8 @@
 #include "faster/core/progress.h"
 #include "faster/core/timer.h"
 #include "faster/data/sources/folder_source.h"
-#include "faster/data/sources/lmdb_env.h"
 #include "faster/data/sources/lmdb_format.h"
+#include "faster/data/sources/lmdb_writer.h"
 #include "faster/tools/downscale.h"
 #include "faster/tools/file_io.h"
 #include "faster/tools/parallel.h"
@@ -32,7 +32,6 @@ namespace fmt = data::lmdb_format;
 
 namespace {
 
-constexpr size_t kBatchBytes = size_t{64} << 20;  // per write transaction: bounds writer memory
 // Address space, not disk: LMDB's file grows with the data.  Doubled whenever it fills.
 constexpr size_t kInitialMapSize = size_t{1} << 30;
 
@@ -92,92 +91,6 @@ class ReorderRing {
   std::vector<Slot> slots_;
   int64_t consumed_ = 0;
   bool cancelled_ = false;
-};
-
-// Appends records with consecutive keys, one write transaction per batch.  A batch stays in memory
-// until committed, so when the map is full it is replayed after growing the map.
-class DbWriter {
- public:
-  DbWriter(const fs::path& dir, size_t map_size) : env_(data::LmdbEnv::create(dir, map_size)) {}
-
-  void append(int label, uint32_t crc, std::vector<uint8_t>&& bytes) {
-    batch_bytes_ += bytes.size();
-    batch_.push_back({label, crc, std::move(bytes)});
-    if (batch_bytes_ >= kBatchBytes) flush(nullptr);
-  }
-  // Commits what is left with the metadata record and syncs everything to disk.
-  void finish(const std::string& metadata) {
-    flush(&metadata);
-    env_.sync();
-    env_.close();
-  }
-  // A buffer of a committed record to reuse, so steady-state packing does not allocate.
-  std::vector<uint8_t> take_spare() {
-    if (spares_.empty()) return {};
-    std::vector<uint8_t> v = std::move(spares_.back());
-    spares_.pop_back();
-    return v;
-  }
-  int growths() const { return growths_; }
-  int64_t count() const { return next_key_; }
-
- private:
-  struct Pending {
-    int label;
-    uint32_t crc;
-    std::vector<uint8_t> bytes;
-  };
-
-  void flush(const std::string* metadata) {
-    while (write_batch(metadata) == MDB_MAP_FULL) {
-      env_.set_map_size(env_.map_size() * 2);
-      ++growths_;
-      log::debug(env_.path(), ": map full, grown to ", env_.map_size() >> 20, " MiB");
-    }
-    next_key_ += static_cast<int64_t>(batch_.size());
-    for (auto& p : batch_) spares_.push_back(std::move(p.bytes));
-    batch_.clear();
-    batch_bytes_ = 0;
-  }
-
-  // MDB_SUCCESS, or MDB_MAP_FULL with nothing written (the transaction is aborted).
-  int write_batch(const std::string* metadata) {
-    data::LmdbTxn txn(env_, false);
-    for (size_t i = 0; i < batch_.size(); ++i) {
-      const auto key = fmt::record_key(next_key_ + static_cast<int64_t>(i));
-      const Pending& p = batch_[i];
-      MDB_val k{key.view().size(), const_cast<char*>(key.text)};
-      MDB_val v{fmt::kRecordHeaderBytes + p.bytes.size(), nullptr};
-      // RESERVE: LMDB hands out the space and the record is written once, straight into the map.
-      const int rc = mdb_put(txn.get(), txn.dbi(), &k, &v, MDB_APPEND | MDB_RESERVE);
-      if (rc == MDB_MAP_FULL) return rc;
-      FASTER_CHECK_LMDB(rc, env_.path(), " key '", key.view(), "'");
-      auto* out = static_cast<uint8_t*>(v.mv_data);
-      fmt::write_record_header(p.label, p.crc, out);
-      std::copy(p.bytes.begin(), p.bytes.end(), out + fmt::kRecordHeaderBytes);
-    }
-    if (metadata) {
-      MDB_val k{fmt::kMetaKey.size(), const_cast<char*>(fmt::kMetaKey.data())};
-      MDB_val v{metadata->size(), const_cast<char*>(metadata->data())};
-      const int rc = mdb_put(txn.get(), txn.dbi(), &k, &v, MDB_APPEND);
-      if (rc == MDB_MAP_FULL) return rc;
-      FASTER_CHECK_LMDB(rc, env_.path(), " key '", fmt::kMetaKey, "'");
-    }
-    try {
-      txn.commit();
-    } catch (const data::LmdbError& e) {
-      if (e.code() == MDB_MAP_FULL) return MDB_MAP_FULL;
-      throw;
-    }
-    return MDB_SUCCESS;
-  }
-
-  data::LmdbEnv env_;
-  std::vector<Pending> batch_;
-  std::vector<std::vector<uint8_t>> spares_;
-  size_t batch_bytes_ = 0;
-  int64_t next_key_ = 0;
-  int growths_ = 0;
 };
 
 struct Worker {
@@ -297,7 +210,7 @@ std::string relative_name(const data::FolderSource& source, int64_t i) {
 
 // The writer loop: records in folder order into the database, bad images into the summary.
 void write_all(const PackOptions& o, const data::FolderSource& source, int workers,
-               DbWriter& writer, PackSummary& s) {
+               data::LmdbWriter& writer, PackSummary& s) {
   const int64_t n = source.size();
   ReorderRing ring(static_cast<size_t>(std::max(16, 4 * workers)));
   std::vector<Worker> state(static_cast<size_t>(workers));
@@ -341,7 +254,7 @@ PackSummary pack_folder(const PackOptions& o) {
     fs::remove_all(temp, ec);
   }
   TempDbGuard guard(temp);
-  DbWriter writer(temp, o.initial_map_size > 0 ? o.initial_map_size : kInitialMapSize);
+  data::LmdbWriter writer(temp, o.initial_map_size > 0 ? o.initial_map_size : kInitialMapSize);
   DirectoryLock lock(temp, "'faster pack'");
 
   PackSummary s;
@@ -352,7 +265,7 @@ PackSummary pack_folder(const PackOptions& o) {
   write_all(o, source, workers, writer, s);
   s.bad = static_cast<int64_t>(s.bad_images.size());
   s.packed = s.files - s.bad;
-  writer.finish(fmt::encode_metadata(make_metadata(o, source, s)));
+  writer.finish(make_metadata(o, source, s));
   s.map_growths = writer.growths();
   // Readers open without a lock file (the database is immutable from here on).
   fs::remove(temp / "lock.mdb", ec);
