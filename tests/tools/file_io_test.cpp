@@ -92,6 +92,14 @@ TEST(Tree, RefusesSameOrNestedTreesEitherWay) {
   EXPECT_THROW(check_separate_trees(tmp / "src/sub", tmp / "src"), Error);
   EXPECT_NO_THROW(check_separate_trees(tmp / "src", tmp / "other/out"));
   EXPECT_NO_THROW(check_separate_trees(tmp / "src", tmp / "src2"));  // a prefix, not a parent
+  EXPECT_TRUE(is_inside(tmp / "link/sub/report.tsv", tmp / "src"));
+  EXPECT_FALSE(is_inside(tmp / "other/report.tsv", tmp / "src"));
+  try {
+    check_separate_trees(tmp / "src", tmp / "src/db", "--out");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--out "), std::string::npos) << e.what();
+  }
 }
 
 TEST(Parallel, VisitsEveryIndexOnceAndRethrowsTheFirstError) {

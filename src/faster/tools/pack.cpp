@@ -139,7 +139,7 @@ void validate(const PackOptions& o) {
   if (fs::exists(fs::symlink_status(o.out, ec)))
     throw Error(detail::concat("--out ", o.out.string(), " already exists"),
                 "remove it or choose another name: pack never overwrites a database");
-  check_separate_trees(o.src, o.out);
+  check_separate_trees(o.src, o.out, "--out");
 }
 
 // Removes the temporary database unless the pack got as far as renaming it.

@@ -149,6 +149,8 @@ void validate(const ResizeOptions& o) {
   std::error_code ec;
   if (!fs::is_directory(o.src, ec)) FASTER_THROW("--src is not a directory: ", o.src.string());
   check_separate_trees(o.src, o.dst);
+  if (!o.report.empty() && is_inside(o.report, o.src))
+    FASTER_THROW("--report ", o.report.string(), " is inside --src: resize never writes there");
 }
 
 }  // namespace

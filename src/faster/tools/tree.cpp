@@ -65,19 +65,26 @@ bool inside(const fs::path& inner, const fs::path& outer) {
   }
   return true;
 }
+
+fs::path resolved(const fs::path& p) {
+  std::error_code ec;
+  return fs::weakly_canonical(fs::absolute(p), ec);
+}
 }  // namespace
 
-void check_separate_trees(const fs::path& src, const fs::path& dst) {
-  std::error_code ec;
-  const fs::path s = fs::weakly_canonical(fs::absolute(src), ec);
-  const fs::path d = fs::weakly_canonical(fs::absolute(dst), ec);
-  if (s == d) FASTER_THROW("--dst is the same folder as --src: ", d.string());
+bool is_inside(const fs::path& path, const fs::path& dir) {
+  return inside(resolved(path), resolved(dir));
+}
+
+void check_separate_trees(const fs::path& src, const fs::path& dst, const std::string& dst_flag) {
+  const fs::path s = resolved(src), d = resolved(dst);
+  if (s == d) FASTER_THROW(dst_flag, " is the same folder as --src: ", d.string());
   if (inside(d, s))
-    throw Error(detail::concat("--dst ", d.string(), " is inside --src ", s.string()),
+    throw Error(detail::concat(dst_flag, " ", d.string(), " is inside --src ", s.string()),
                 "choose a destination outside the source tree");
   if (inside(s, d))
-    throw Error(detail::concat("--src ", s.string(), " is inside --dst ", d.string(),
-                               ": mirrored outputs could overwrite source files"),
+    throw Error(detail::concat("--src ", s.string(), " is inside ", dst_flag, " ", d.string(),
+                               ": outputs could overwrite source files"),
                 "choose a destination outside the source tree");
 }
 
