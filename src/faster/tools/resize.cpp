@@ -127,6 +127,7 @@ void resize_one(const ResizeOptions& o, const std::string& rel, Worker& w, Tally
     return;
   }
   DownscaleResult result = DownscaleResult::kKeep;
+  bool bad = false;
   try {
     data::JpegEncodeOptions encode;
     encode.quality = o.quality;
@@ -134,10 +135,11 @@ void resize_one(const ResizeOptions& o, const std::string& rel, Worker& w, Tally
   } catch (const Error& e) {
     t.add_bad(rel, e.what());
     if (!o.copy_bad) return;
+    bad = true;  // copied unchanged, counted as bad only
   }
   const std::vector<uint8_t>& bytes = result == DownscaleResult::kKeep ? w.in : w.out;
   write_file_atomic(dst, bytes.data(), bytes.size());  // errors here stop the run
-  ++(result == DownscaleResult::kKeep ? t.copied : t.downscaled);
+  if (!bad) ++(result == DownscaleResult::kKeep ? t.copied : t.downscaled);
   t.bytes_in += static_cast<int64_t>(w.in.size());
   t.bytes_out += static_cast<int64_t>(bytes.size());
 }

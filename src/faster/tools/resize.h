@@ -26,7 +26,7 @@ struct BadImage {
 };
 
 struct ResizeSummary {
-  int64_t files = 0;  // JPEGs in the source tree
+  int64_t files = 0;  // JPEGs in the source tree: downscaled + copied + up_to_date + bad
   int64_t downscaled = 0, copied = 0, up_to_date = 0;
   int64_t bad = 0;                      // unreadable or corrupt: skipped, or copied with copy_bad
   int64_t ignored = 0;                  // entries that are not JPEG files, not mirrored
