@@ -1,2 +1,12 @@
 # tests/data
-list(APPEND FASTER_BASE_TEST_SOURCES data/array_dataset_test.cpp data/sampler_test.cpp)
+list(APPEND FASTER_BASE_TEST_SOURCES
+  data/array_dataset_test.cpp
+  data/sampler_test.cpp
+  data/jpeg_decoder_test.cpp
+  data/resample_test.cpp
+  data/crop_params_test.cpp
+  data/folder_source_test.cpp
+  data/lmdb_format_test.cpp
+  data/lmdb_source_test.cpp
+)
+list(APPEND FASTER_TORCH_TEST_SOURCES data/image_loader_test.cpp)

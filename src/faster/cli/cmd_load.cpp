@@ -1,0 +1,119 @@
+// `faster load`: the loading benchmark (the data pipeline into the GPU, or host memory without
+// one).
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include "faster/cli/command.h"
+#include "faster/core/error.h"
+#include "faster/data/loader/load_benchmark.h"
+
+namespace faster::cli {
+namespace {
+
+struct LoadFlags {
+  data::LoadBenchOptions bench;
+  int64_t epochs = 0;
+  std::string decode = "cpu", output = "uint8", layout = "nchw", on_bad = "skip", device = "auto";
+  std::string json;
+  bool val = false;
+};
+
+torch::Device pick_device(const std::string& name) {
+  if (name == "auto")
+    return torch::cuda::is_available() ? torch::Device(torch::kCUDA, 0) : torch::kCPU;
+  if (name == "cuda" && !torch::cuda::is_available())
+    FASTER_THROW("--device cuda, but no CUDA device is visible");
+  try {
+    return torch::Device(name);
+  } catch (const std::exception&) {
+    FASTER_THROW("--device must be auto, cpu, cuda or cuda:N (got '", name, "')");
+  }
+}
+
+void apply(LoadFlags& f) {
+  auto& o = f.bench.loader;
+  if (f.decode != "cpu")
+    FASTER_THROW("--decode ", f.decode, " is not available yet (only cpu: libjpeg-turbo)");
+  if (f.output != "uint8" && f.output != "float")
+    FASTER_THROW("--output must be uint8 or float (got '", f.output, "')");
+  if (f.layout != "nchw" && f.layout != "nhwc")
+    FASTER_THROW("--layout must be nchw or nhwc (got '", f.layout, "')");
+  o.output = f.output == "uint8" ? data::OutputType::kUint8 : data::OutputType::kFloat;
+  o.layout = f.layout == "nchw" ? data::Layout::kNCHW : data::Layout::kNHWC;
+  o.on_bad_image = data::parse_bad_image_policy(f.on_bad);
+  o.train = !f.val;
+  o.device = pick_device(f.device);
+  if (f.epochs < 0 || f.bench.batches < 0) FASTER_THROW("--epochs and --batches must be positive");
+  f.bench.epochs = f.epochs > 0 ? f.epochs : 1;
+}
+
+void add_load(CLI::App& root, int& exit_code) {
+  auto* cmd = root.add_subcommand(
+      "load",
+      "Benchmark the data pipeline: read, decode (libjpeg-turbo, region of interest, DCT "
+      "scaling),\n"
+      "augment and batch a dataset into the GPU (host memory without one), after a warm-up.\n"
+      "Reports images/s, MB/s of compressed input, per-stage throughput and the bottleneck,\n"
+      "and the decode floor (one core's full-size decode rate x cores).");
+  auto f = std::make_shared<LoadFlags>();
+  auto& o = f->bench.loader;
+  o.workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  cmd->add_option("DIR", f->bench.path,
+                  "Dataset: an ImageNet-style folder (DIR/<class>/<image>.JPEG), a root holding "
+                  "train/ and val/ (the split is picked by --val), or an LMDB written by "
+                  "'faster pack'")
+      ->required();
+  cmd->add_option("--workers", o.workers, "Decoding threads (default: all cores)")
+      ->capture_default_str();
+  cmd->add_option("--batch", o.batch, "Images per batch")->capture_default_str();
+  auto* epochs = cmd->add_option("--epochs", f->epochs, "Epochs to time (default 1)");
+  cmd->add_option("--batches", f->bench.batches, "Batches to time instead of whole epochs")
+      ->excludes(epochs);
+  cmd->add_option("--warmup", f->bench.warmup,
+                  "Batches run before timing (default: min(5, a fifth of an epoch))");
+  cmd->add_flag("--cold", f->bench.cold,
+                "Evict the dataset from the page cache before timing (posix_fadvise DONTNEED per "
+                "file, and drop_caches where permitted) so the disk is measured; default: warm, "
+                "every file read once first");
+  cmd->add_option("--decode", f->decode, "Decoder: cpu (libjpeg-turbo)")->capture_default_str();
+  cmd->add_option("--size", o.size, "Train crop output side (random-resized-crop + flip)")
+      ->capture_default_str();
+  cmd->add_flag("--val", f->val, "Validation transform: resize shorter side, then center crop");
+  cmd->add_option("--val-resize", o.val_resize, "Validation: shorter side resized to this")
+      ->capture_default_str();
+  cmd->add_option("--val-size", o.val_size, "Validation: center crop side")->capture_default_str();
+  cmd->add_option("--output", f->output,
+                  "uint8 (normalized on the GPU after the copy) or float (normalized by workers "
+                  "with ImageNet mean/std)")
+      ->capture_default_str();
+  cmd->add_option("--layout", f->layout, "nchw or nhwc")->capture_default_str();
+  cmd->add_option("--on-bad-image", f->on_bad,
+                  "skip: replace a corrupt/unreadable image by the next one and count it; fail: "
+                  "stop with its name")
+      ->capture_default_str();
+  cmd->add_option("--device", f->device, "auto, cpu, cuda or cuda:N")->capture_default_str();
+  cmd->add_option("--seed", o.sampler.seed, "Shuffle and crop seed")->capture_default_str();
+  cmd->add_flag("--decode-only", f->bench.decode_only,
+                "Only measure the decode floor (one core, full-size decode from memory)");
+  cmd->add_option("--floor-images", f->bench.floor_samples,
+                  "Images decoded for the decode floor (0: skip it)")
+      ->capture_default_str();
+  cmd->add_option("--json", f->json, "Also write the report as JSON to this file");
+  cmd->callback([f, &exit_code] {
+    apply(*f);
+    const data::LoadReport report = data::run_load_benchmark(f->bench);
+    data::print_load_report(report, f->bench.decode_only);
+    if (!f->json.empty()) {
+      std::ofstream out(f->json);
+      out << data::to_json(report).dump(2) << "\n";
+      if (!out) FASTER_THROW("cannot write ", f->json);
+    }
+    exit_code = 0;
+  });
+}
+
+}  // namespace
+FASTER_REGISTER_COMMAND(40, add_load);
+}  // namespace faster::cli

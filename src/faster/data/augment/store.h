@@ -1,0 +1,27 @@
+// The last augment step: one resampled HWC image written into its slot of a batch, flipped or not,
+// as uint8 (normalized later on the GPU) or float normalized by mean/std, in NCHW or NHWC.
+#pragma once
+
+#include <cstdint>
+
+#include "faster/data/image.h"
+
+namespace faster::data {
+
+enum class Layout { kNCHW, kNHWC };
+enum class OutputType { kUint8, kFloat };
+
+struct Normalization {
+  float mean[3] = {0.485f, 0.456f, 0.406f};  // ImageNet, of values in [0, 1]
+  float std[3] = {0.229f, 0.224f, 0.225f};
+};
+
+const char* to_string(Layout layout);
+const char* to_string(OutputType type);
+
+// `dst` is this sample's slot: channels * height * width elements.  `src` has 3 channels.
+void store_uint8(const ImageView& src, bool flip, Layout layout, uint8_t* dst);
+void store_float(const ImageView& src, bool flip, Layout layout, const Normalization& norm,
+                 float* dst);
+
+}  // namespace faster::data

@@ -1,0 +1,278 @@
+// JpegDecoder implementation.  libjpeg reports errors through a callback that must not return, so
+// it longjmps back into the function that called libjpeg; that function then throws.  Functions
+// that call setjmp hold no C++ objects with destructors, so the jump skips no destructor.
+#include "faster/data/decode/jpeg_decoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <csetjmp>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+// jpeglib.h needs size_t and FILE declared before it.
+#include <jerror.h>
+#include <jpeglib.h>
+
+#include "faster/core/error.h"
+
+namespace faster::data {
+namespace {
+
+// Decoded rows and columns kept around the requested region (in output pixels) so that its edge
+// pixels see the same chroma upsampling context as in a full decode.
+constexpr int kMarginPixels = 4;
+constexpr int kRowsPerRead = 16;
+
+struct ErrorManager {
+  jpeg_error_mgr pub;  // first member: libjpeg casts cinfo->err back to this struct
+  std::jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+};
+
+[[noreturn]] void on_error(j_common_ptr cinfo) {
+  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
+  (*cinfo->err->format_message)(cinfo, err->message);
+  std::longjmp(err->jump, 1);
+}
+
+// Warnings are silent, except running out of data: libjpeg would pad a truncated file with grey and
+// call it a success; we want the sample counted as bad instead (PIL refuses truncated files too).
+void on_message(j_common_ptr cinfo, int level) {
+  if (level < 0 && cinfo->err->msg_code == JWRN_JPEG_EOF) on_error(cinfo);
+  if (level < 0) cinfo->err->num_warnings++;
+}
+
+void silent_output(j_common_ptr) {}
+
+JpegColor color_of(J_COLOR_SPACE space) {
+  switch (space) {
+    case JCS_GRAYSCALE:
+      return JpegColor::kGray;
+    case JCS_RGB:
+      return JpegColor::kRgb;
+    case JCS_YCbCr:
+      return JpegColor::kYCbCr;
+    case JCS_CMYK:
+      return JpegColor::kCmyk;
+    case JCS_YCCK:
+      return JpegColor::kYcck;
+    default:
+      return JpegColor::kUnknown;
+  }
+}
+
+// CMYK to RGB.  Adobe applications store CMYK inverted (and mark the file with an Adobe marker),
+// which is what nearly every CMYK JPEG in the wild is.
+void cmyk_to_rgb(const uint8_t* in, uint8_t* out, int width, bool inverted) {
+  for (int x = 0; x < width; ++x, in += 4, out += 3) {
+    const int k = inverted ? in[3] : 255 - in[3];
+    for (int c = 0; c < 3; ++c) {
+      const int v = inverted ? in[c] : 255 - in[c];
+      out[c] = static_cast<uint8_t>((v * k + 127) / 255);
+    }
+  }
+}
+
+}  // namespace
+
+const char* to_string(JpegColor color) {
+  switch (color) {
+    case JpegColor::kGray:
+      return "gray";
+    case JpegColor::kRgb:
+      return "RGB";
+    case JpegColor::kYCbCr:
+      return "YCbCr";
+    case JpegColor::kCmyk:
+      return "CMYK";
+    case JpegColor::kYcck:
+      return "YCCK";
+    default:
+      return "unknown";
+  }
+}
+
+const char* guess_non_jpeg(const uint8_t* d, size_t n) {
+  if (n == 0) return "an empty file";
+  if (n >= 2 && d[0] == 0xFF && d[1] == 0xD8) return "";
+  if (n >= 8 && std::memcmp(d, "\x89PNG\r\n\x1a\n", 8) == 0) return "a PNG image";
+  if (n >= 4 && std::memcmp(d, "GIF8", 4) == 0) return "a GIF image";
+  if (n >= 2 && d[0] == 'B' && d[1] == 'M') return "a BMP image";
+  if (n >= 12 && std::memcmp(d, "RIFF", 4) == 0 && std::memcmp(d + 8, "WEBP", 4) == 0)
+    return "a WebP image";
+  if (n >= 4 && (std::memcmp(d, "II*", 4) == 0 || std::memcmp(d, "MM\0*", 4) == 0))
+    return "a TIFF image";
+  return "not an image format we know";
+}
+
+struct JpegDecoder::Impl {
+  jpeg_decompress_struct cinfo;
+  ErrorManager err;
+  std::vector<uint8_t> cmyk_rows;  // CMYK scanlines before conversion; kept between images
+
+  Impl() {
+    cinfo.err = jpeg_std_error(&err.pub);
+    err.pub.error_exit = on_error;
+    err.pub.emit_message = on_message;
+    err.pub.output_message = silent_output;
+    err.message[0] = '\0';
+    jpeg_create_decompress(&cinfo);
+  }
+  ~Impl() { jpeg_destroy_decompress(&cinfo); }
+
+  // Returns false (with err.message set) if libjpeg reported an error.
+  bool read_header(const uint8_t* data, size_t size) {
+    if (setjmp(err.jump)) {
+      jpeg_abort_decompress(&cinfo);
+      return false;
+    }
+    jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
+    jpeg_read_header(&cinfo, TRUE);
+    return true;
+  }
+
+  bool start(int scale_num, bool cmyk, bool fast_idct) {
+    if (setjmp(err.jump)) {
+      jpeg_abort_decompress(&cinfo);
+      return false;
+    }
+    cinfo.scale_num = static_cast<unsigned>(scale_num);
+    cinfo.scale_denom = 8;
+    cinfo.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
+    cinfo.dct_method = fast_idct ? JDCT_IFAST : JDCT_ISLOW;
+    cinfo.do_fancy_upsampling = TRUE;
+    jpeg_start_decompress(&cinfo);
+    return true;
+  }
+
+  // Crops columns [x0, x1) of the scaled output; libjpeg moves x0 down to an iMCU boundary.
+  bool crop(JDIMENSION& x0, JDIMENSION x1) {
+    if (setjmp(err.jump)) {
+      jpeg_abort_decompress(&cinfo);
+      return false;
+    }
+    JDIMENSION width = x1 - x0;
+    if (x0 > 0 || width < cinfo.output_width) jpeg_crop_scanline(&cinfo, &x0, &width);
+    return true;
+  }
+
+  // Skips to row y0 and reads rows [y0, y1) into `rows` (each row a pointer into the output).
+  bool read_rows(JDIMENSION y0, JDIMENSION y1, uint8_t* first, size_t stride) {
+    if (setjmp(err.jump)) {
+      jpeg_abort_decompress(&cinfo);
+      return false;
+    }
+    if (y0 > 0) jpeg_skip_scanlines(&cinfo, y0);
+    JSAMPROW rows[kRowsPerRead];
+    while (cinfo.output_scanline < y1) {
+      const JDIMENSION at = cinfo.output_scanline;
+      const JDIMENSION want = std::min<JDIMENSION>(kRowsPerRead, y1 - at);
+      for (JDIMENSION i = 0; i < want; ++i) rows[i] = first + (at - y0 + i) * stride;
+      jpeg_read_scanlines(&cinfo, rows, want);
+    }
+    jpeg_abort_decompress(&cinfo);  // rows below the region are never decoded
+    return true;
+  }
+};
+
+JpegDecoder::JpegDecoder(JpegDecoderOptions options)
+    : impl_(std::make_unique<Impl>()), options_(options) {}
+
+JpegDecoder::~JpegDecoder() = default;
+
+const JpegInfo& JpegDecoder::open(const uint8_t* data, size_t size) {
+  if (opened_) jpeg_abort_decompress(&impl_->cinfo);
+  opened_ = false;
+  info_ = {};
+  const char* other = guess_non_jpeg(data, size);
+  if (*other) FASTER_THROW("not a JPEG: ", other);
+  if (!impl_->read_header(data, size)) FASTER_THROW("corrupt JPEG header: ", impl_->err.message);
+  const auto& c = impl_->cinfo;
+  info_.width = static_cast<int>(c.image_width);
+  info_.height = static_cast<int>(c.image_height);
+  info_.components = c.num_components;
+  info_.color = color_of(c.jpeg_color_space);
+  info_.progressive = c.progressive_mode;
+  const int64_t pixels = int64_t{info_.width} * info_.height;
+  if (pixels > options_.max_pixels) {
+    jpeg_abort_decompress(&impl_->cinfo);
+    FASTER_THROW("JPEG of ", info_.width, "x", info_.height, " has more than the ",
+                 options_.max_pixels, " pixels allowed (decompression bomb?)");
+  }
+  if (pixels == 0) {
+    jpeg_abort_decompress(&impl_->cinfo);
+    FASTER_THROW("JPEG header says the image is ", info_.width, "x", info_.height);
+  }
+  opened_ = true;
+  return info_;
+}
+
+int JpegDecoder::choose_scale(int roi_w, int roi_h, int min_width, int min_height) const {
+  if (min_width <= 0 && min_height <= 0) return 8;
+  for (int n = 1; n < 8; ++n) {
+    if (options_.power_of_two_scales && (n & (n - 1)) != 0) continue;
+    if (int64_t{roi_w} * n >= int64_t{min_width} * 8 &&
+        int64_t{roi_h} * n >= int64_t{min_height} * 8)
+      return n;
+  }
+  return 8;
+}
+
+Decoded JpegDecoder::decode(const Rect& requested, int min_width, int min_height,
+                            ImageBuffer& out) {
+  FASTER_CHECK(opened_, "JpegDecoder::decode without a successful open()");
+  opened_ = false;  // whatever happens below, libjpeg is back in its start state afterwards
+  Rect roi = requested;
+  if (roi.width <= 0 || roi.height <= 0) roi = {0, 0, info_.width, info_.height};
+  roi.x = std::clamp(roi.x, 0, info_.width - 1);
+  roi.y = std::clamp(roi.y, 0, info_.height - 1);
+  roi.width = std::min(roi.width, info_.width - roi.x);
+  roi.height = std::min(roi.height, info_.height - roi.y);
+
+  const int n = choose_scale(roi.width, roi.height, min_width, min_height);
+  const bool cmyk = info_.color == JpegColor::kCmyk || info_.color == JpegColor::kYcck;
+  auto& c = impl_->cinfo;
+  if (!impl_->start(n, cmyk, options_.fast_idct))
+    FASTER_THROW("corrupt JPEG: ", impl_->err.message);
+
+  // The region in scaled output pixels, widened by the margin and rounded outwards.
+  const double s = n / 8.0;
+  const auto lo = [&](int v) {
+    return static_cast<JDIMENSION>(std::max(0.0, std::floor(v * s) - kMarginPixels));
+  };
+  const auto hi = [&](int v, JDIMENSION limit) {
+    return static_cast<JDIMENSION>(std::min<double>(limit, std::ceil(v * s) + kMarginPixels));
+  };
+  JDIMENSION x0 = lo(roi.x), y0 = lo(roi.y);
+  const JDIMENSION x1 = hi(roi.x + roi.width, c.output_width);
+  const JDIMENSION y1 = hi(roi.y + roi.height, c.output_height);
+  if (!impl_->crop(x0, x1)) FASTER_THROW("corrupt JPEG: ", impl_->err.message);
+
+  const int width = static_cast<int>(c.output_width), height = static_cast<int>(y1 - y0);
+  out.reshape(width, height, 3);
+  uint8_t* target = out.data();
+  size_t stride = out.stride();
+  if (cmyk) {
+    impl_->cmyk_rows.resize(size_t{4} * width * height);
+    target = impl_->cmyk_rows.data();
+    stride = size_t{4} * width;
+  }
+  if (!impl_->read_rows(y0, y1, target, stride)) FASTER_THROW("corrupt JPEG: ", impl_->err.message);
+  if (cmyk) {
+    const bool inverted = c.saw_Adobe_marker;
+    for (int y = 0; y < height; ++y) cmyk_to_rgb(target + y * stride, out.row(y), width, inverted);
+  }
+  Decoded result;
+  result.scale_num = n;
+  result.region = {roi.x * s - x0, roi.y * s - y0, roi.width * s, roi.height * s};
+  return result;
+}
+
+Decoded JpegDecoder::decode_all(const uint8_t* data, size_t size, ImageBuffer& out, int min_width,
+                                int min_height) {
+  open(data, size);
+  return decode({}, min_width, min_height, out);
+}
+
+}  // namespace faster::data

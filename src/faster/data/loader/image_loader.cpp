@@ -1,0 +1,299 @@
+// ImageLoader implementation.  Work is handed out one sample at a time in epoch order; a sample's
+// batch decides its ring slot, and a worker only claims a sample whose slot the consumer has
+// released, so the ring bounds memory and batches complete roughly in order.
+#include "faster/data/loader/image_loader.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "faster/core/error.h"
+#include "faster/core/log.h"
+
+namespace faster::data {
+namespace {
+
+// A bad image is replaced by the next index (deterministic, whatever the thread timing); this many
+// bad images in a row means something else is wrong, and the loader stops.
+constexpr int kMaxReplacements = 64;
+constexpr size_t kMaxSkippedNames = 20;
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void validate(const LoaderOptions& o) {
+  if (o.batch < 1) FASTER_THROW("--batch must be at least 1 (got ", o.batch, ")");
+  if (o.workers < 1) FASTER_THROW("--workers must be at least 1 (got ", o.workers, ")");
+  if (o.size < 8 || o.val_size < 8) FASTER_THROW("--size must be at least 8 (got ", o.size, ")");
+  if (o.val_size > o.val_resize)
+    FASTER_THROW("--val-size ", o.val_size, " is larger than --val-resize ", o.val_resize);
+  if (o.ring < 0) FASTER_THROW("ring size must not be negative");
+}
+
+}  // namespace
+
+BadImagePolicy parse_bad_image_policy(const std::string& text) {
+  if (text == "skip") return BadImagePolicy::kSkip;
+  if (text == "fail") return BadImagePolicy::kFail;
+  FASTER_THROW("--on-bad-image must be skip or fail (got '", text, "')");
+}
+
+struct ImageLoader::Worker {
+  explicit Worker(const JpegDecoderOptions& o) : decoder(o) {}
+  JpegDecoder decoder;
+  Resampler resampler;
+  ImageBuffer decoded, resized;
+  Sample sample;
+};
+
+ImageLoader::ImageLoader(std::shared_ptr<const Source> source, LoaderOptions options)
+    : source_(std::move(source)),
+      options_((validate(options), options)),
+      sampler_(source_->size(), options.sampler),
+      copy_(options.device, options.ring > 0 ? options.ring : 4) {
+  const int slots = options_.ring > 0 ? options_.ring : 4;
+  const int s = options_.train ? options_.size : options_.val_size;
+  const auto dtype = options_.output == OutputType::kUint8 ? torch::kUInt8 : torch::kFloat32;
+  const auto host = torch::TensorOptions().pinned_memory(copy_.wants_pinned());
+  const std::vector<int64_t> shape = options_.layout == Layout::kNCHW
+                                         ? std::vector<int64_t>{options_.batch, 3, s, s}
+                                         : std::vector<int64_t>{options_.batch, s, s, 3};
+  ring_.resize(slots);
+  for (Slot& slot : ring_) {
+    slot.images = torch::empty(shape, host.dtype(dtype));
+    slot.labels = torch::empty({options_.batch}, host.dtype(torch::kInt64));
+    slot.indices.assign(options_.batch, -1);
+  }
+  if (options_.device.is_cuda() && options_.output == OutputType::kUint8 &&
+      options_.normalize_on_device) {
+    const auto& n = options_.norm;
+    auto shape3 = options_.layout == Layout::kNCHW ? std::vector<int64_t>{1, 3, 1, 1}
+                                                   : std::vector<int64_t>{1, 1, 1, 3};
+    mean_ =
+        torch::tensor({n.mean[0], n.mean[1], n.mean[2]}).mul(255).view(shape3).to(options_.device);
+    std_ = torch::tensor({n.std[0], n.std[1], n.std[2]}).mul(255).view(shape3).to(options_.device);
+  }
+  for (int i = 0; i < options_.workers; ++i)
+    workers_.push_back(std::make_unique<Worker>(options_.decoder));
+  for (int i = 0; i < options_.workers; ++i) threads_.emplace_back([this, i] { worker_loop(i); });
+}
+
+ImageLoader::~ImageLoader() {
+  stop_workers();
+}
+
+void ImageLoader::stop_workers() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  ready_cv_.notify_all();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+}
+
+int64_t ImageLoader::batches_per_epoch() const {
+  return batch_count(sampler_.per_rank(), options_.batch, options_.drop_last);
+}
+
+int64_t ImageLoader::ring_bytes() const {
+  int64_t total = 0;
+  for (const Slot& s : ring_) total += s.images.nbytes() + s.labels.nbytes();
+  return total;
+}
+
+void ImageLoader::wait_idle(std::unique_lock<std::mutex>& lock) {
+  idle_cv_.wait(lock, [&] { return in_flight_ == 0; });
+}
+
+void ImageLoader::start_epoch(int64_t epoch, bool reset_stats) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  total_tasks_ = next_task_;  // abandon what nobody has claimed yet
+  wait_idle(lock);
+  for (int i = 0; i < static_cast<int>(ring_.size()); ++i) copy_.wait_slot(i);
+  order_ = sampler_.indices(epoch);
+  const int64_t nb = batches_per_epoch();
+  total_tasks_ = options_.drop_last ? nb * options_.batch : static_cast<int64_t>(order_.size());
+  epoch_ = epoch;
+  epoch_reported_ = false;
+  skipped_at_epoch_start_ = skipped_;
+  next_task_ = released_ = consumed_ = 0;
+  for (Slot& s : ring_) s.batch = -1;
+  error_.clear();
+  if (reset_stats) reset_stats_locked();
+  lock.unlock();
+  work_cv_.notify_all();
+}
+
+void ImageLoader::worker_loop(int id) {
+  Worker& w = *workers_[id];
+  const int64_t slots = static_cast<int64_t>(ring_.size());
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    work_cv_.wait(lock, [&] {
+      return stop_ || (next_task_ < total_tasks_ && error_.empty() &&
+                       next_task_ / options_.batch < released_ + slots);
+    });
+    if (stop_) return;
+    const int64_t task = next_task_++;
+    const int64_t b = task / options_.batch;
+    Slot& slot = ring_[b % slots];
+    if (slot.batch != b) {  // the first sample claimed of this batch prepares the slot
+      slot.batch = b;
+      slot.filled = 0;
+      slot.expected =
+          static_cast<int>(std::min<int64_t>(options_.batch, total_tasks_ - b * options_.batch));
+    }
+    ++in_flight_;
+    lock.unlock();
+    process(w, task);
+    lock.lock();
+    --in_flight_;
+    if (++slot.filled == slot.expected) ready_cv_.notify_all();
+    if (in_flight_ == 0) idle_cv_.notify_all();
+  }
+}
+
+void ImageLoader::process(Worker& w, int64_t task) {
+  const int64_t slots = static_cast<int64_t>(ring_.size());
+  Slot& slot = ring_[(task / options_.batch) % slots];
+  const int position = static_cast<int>(task % options_.batch);
+  const int64_t n = source_->size();
+  for (int k = 0; k <= kMaxReplacements; ++k) {
+    const int64_t index = (order_[task] + k) % n;
+    // Only a sample's own failure is counted: a bad replacement is counted at its own position.
+    if (load_sample(w, index, epoch_, slot, position, /*count_bad=*/k == 0)) {
+      slot.indices[position] = index;
+      slot.labels.data_ptr<int64_t>()[position] = w.sample.label;
+      return;
+    }
+    if (options_.on_bad_image == BadImagePolicy::kFail) return;  // load_sample set error_
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (error_.empty())
+    error_ = "more than " + std::to_string(kMaxReplacements) + " bad images in a row after " +
+             source_->name(order_[task]) + ": is this a JPEG dataset?";
+  ready_cv_.notify_all();
+}
+
+// Reads, decodes and augments one sample into its place in the slot; false if the image is bad.
+bool ImageLoader::load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slot, int position,
+                              bool count_bad) {
+  const int s = options_.train ? options_.size : options_.val_size;
+  try {
+    const int64_t t0 = now_ns();
+    source_->get(index, w.sample);
+    const int64_t t1 = now_ns();
+    const JpegInfo& info = w.decoder.open(w.sample.bytes.data(), w.sample.bytes.size());
+    RegionF want;
+    bool flip = false;
+    if (options_.train) {
+      const TrainCrop tc =
+          train_crop(info.width, info.height, options_.rrc, options_.sampler.seed, epoch, index);
+      want = {double(tc.crop.x), double(tc.crop.y), double(tc.crop.width), double(tc.crop.height)};
+      flip = tc.flip;
+    } else {
+      want = center_crop_region(info.width, info.height, options_.val_resize, options_.val_size);
+    }
+    const Rect roi = enclosing_rect(want, info.width, info.height);
+    const Decoded d = w.decoder.decode(roi, s, s, w.decoded);
+    const int64_t t2 = now_ns();
+    const double k = d.scale_num / 8.0;  // the decoded region maps roi; `want` sits inside it
+    const RegionF region{d.region.x + (want.x - roi.x) * k, d.region.y + (want.y - roi.y) * k,
+                         want.width * k, want.height * k};
+    w.resized.reshape(s, s, 3);
+    w.resampler.resample(w.decoded.view(), region, w.resized.mutable_view(), options_.filter);
+    const int64_t per_image = int64_t{3} * s * s;
+    if (options_.output == OutputType::kUint8)
+      store_uint8(w.resized.view(), flip, options_.layout,
+                  slot.images.data_ptr<uint8_t>() + position * per_image);
+    else
+      store_float(w.resized.view(), flip, options_.layout, options_.norm,
+                  slot.images.data_ptr<float>() + position * per_image);
+    const int64_t t3 = now_ns();
+    read_ns_ += t1 - t0, decode_ns_ += t2 - t1, augment_ns_ += t3 - t2;
+    bytes_ += static_cast<int64_t>(w.sample.bytes.size());
+    pixels_ += int64_t{w.decoded.width()} * w.decoded.height();
+    ++images_;
+    return true;
+  } catch (const std::exception& e) {
+    const std::string what = source_->name(index) + ": " + e.what();
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (options_.on_bad_image == BadImagePolicy::kFail) {
+      if (error_.empty()) error_ = "bad image " + what + " (--on-bad-image skip would skip it)";
+      ready_cv_.notify_all();
+    } else if (count_bad) {
+      ++skipped_;
+      if (skipped_names_.size() < kMaxSkippedNames) skipped_names_.push_back(what);
+    }
+    return false;
+  }
+}
+
+std::optional<Batch> ImageLoader::next() {
+  const int64_t slots = static_cast<int64_t>(ring_.size());
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (epoch_ < 0) FASTER_THROW("ImageLoader::next() before start_epoch()");
+  if (released_ < consumed_) {  // the batch handed out last time is done with: free its slot
+    copy_.wait_slot(static_cast<int>((consumed_ - 1) % slots));
+    released_ = consumed_;
+    work_cv_.notify_all();
+  }
+  if (consumed_ >= batches_per_epoch()) {
+    if (!epoch_reported_ && skipped_ > skipped_at_epoch_start_)  // once, at the end of the epoch
+      log::warn("epoch ", epoch_, ": skipped ", skipped_ - skipped_at_epoch_start_, " bad image(s)",
+                skipped_names_.empty() ? "" : ", first: " + skipped_names_[0]);
+    epoch_reported_ = true;
+    return std::nullopt;
+  }
+  const int64_t b = consumed_;
+  Slot& slot = ring_[b % slots];
+  const auto t0 = std::chrono::steady_clock::now();
+  ready_cv_.wait(lock, [&] {
+    return stop_ || !error_.empty() || (slot.batch == b && slot.filled == slot.expected);
+  });
+  wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!error_.empty()) throw Error(error_);
+  if (stop_) FASTER_THROW("image loader stopped");
+  ++consumed_;
+  const int n = slot.expected;
+  lock.unlock();
+
+  const auto t1 = std::chrono::steady_clock::now();
+  Batch out;
+  out.epoch = epoch_;
+  out.number = b;
+  out.indices.assign(slot.indices.begin(), slot.indices.begin() + n);
+  // Both copies go through DeviceCopy so the slot's event covers them before the slot is refilled.
+  out.images = copy_.copy(slot.images.narrow(0, 0, n), static_cast<int>(b % slots));
+  out.labels = copy_.copy(slot.labels.narrow(0, 0, n), static_cast<int>(b % slots));
+  if (mean_.defined()) out.images = out.images.to(torch::kFloat32).sub_(mean_).div_(std_);
+  copy_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  return out;
+}
+
+LoaderStats ImageLoader::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  LoaderStats s;
+  s.read_s = read_ns_ * 1e-9, s.decode_s = decode_ns_ * 1e-9, s.augment_s = augment_ns_ * 1e-9;
+  s.copy_s = copy_s_, s.wait_s = wait_s_;
+  s.images = images_, s.bytes = bytes_, s.skipped = skipped_, s.decoded_pixels = pixels_;
+  s.skipped_names = skipped_names_;
+  return s;
+}
+
+void ImageLoader::reset_stats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  reset_stats_locked();
+}
+
+void ImageLoader::reset_stats_locked() {
+  read_ns_ = decode_ns_ = augment_ns_ = bytes_ = images_ = skipped_ = pixels_ = 0;
+  copy_s_ = wait_s_ = 0;
+  skipped_names_.clear();
+}
+
+}  // namespace faster::data

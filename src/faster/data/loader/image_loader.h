@@ -1,0 +1,141 @@
+// The CPU image pipeline: N worker threads, each with its own JPEG decoder and resampler scratch,
+// read -> decode (region of interest, DCT-scaled) -> crop/resize/flip -> store straight into a
+// fixed ring of (pinned) host batch buffers; batches come out in order and are copied to the device
+// on a side stream.  Everything is allocated when the loader is built; steady state allocates
+// nothing.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "faster/data/augment/crop_params.h"
+#include "faster/data/augment/resample.h"
+#include "faster/data/augment/store.h"
+#include "faster/data/decode/jpeg_decoder.h"
+#include "faster/data/loader/device_copy.h"
+#include "faster/data/loader/sampler.h"
+#include "faster/data/sources/source.h"
+
+namespace faster::data {
+
+enum class BadImagePolicy { kSkip, kFail };
+
+struct LoaderOptions {
+  int batch = 256;
+  int workers = 4;
+  int ring = 0;  // host batch buffers; 0: enough to keep every worker busy (workers / batch + 3)
+  bool train = true;  // train: random-resized-crop + flip; val: resize + center crop
+  int size = 224;     // train output side
+  int val_resize = 256, val_size = 224;
+  RandomResizedCropOptions rrc;
+  Filter filter = Filter::kAntialias;
+  OutputType output = OutputType::kUint8;
+  Layout layout = Layout::kNCHW;
+  Normalization norm;
+  // uint8 batches on a CUDA device are normalized there (float, same layout) before next() returns.
+  bool normalize_on_device = true;
+  BadImagePolicy on_bad_image = BadImagePolicy::kSkip;
+  SamplerOptions sampler;
+  bool drop_last = false;
+  JpegDecoderOptions decoder;
+  torch::Device device = torch::kCPU;
+};
+
+struct Batch {
+  torch::Tensor images;          // [n, 3, s, s] or [n, s, s, 3], on the device
+  torch::Tensor labels;          // [n] int64, on the device
+  std::vector<int64_t> indices;  // the source index of each image (after bad-image replacement)
+  int64_t epoch = 0, number = 0;
+};
+
+// Cumulative per-stage time, summed over worker threads (read, decode, augment) or spent by the
+// consumer (copy: host->device and device normalize; wait: blocked waiting for workers).
+struct LoaderStats {
+  double read_s = 0, decode_s = 0, augment_s = 0, copy_s = 0, wait_s = 0;
+  // skipped: bad images met at their own place in the epoch's order (each once per epoch), not
+  // counting bad images tried again as replacements.
+  int64_t images = 0, bytes = 0, skipped = 0, decoded_pixels = 0;
+  std::vector<std::string> skipped_names;  // first few, with the reason
+};
+
+class ImageLoader {
+ public:
+  ImageLoader(std::shared_ptr<const Source> source, LoaderOptions options);
+  ~ImageLoader();
+  ImageLoader(const ImageLoader&) = delete;
+  ImageLoader& operator=(const ImageLoader&) = delete;
+
+  // Starts (or restarts) an epoch: the sampler's order for `epoch`; batches still in flight from
+  // an earlier epoch are abandoned.
+  // reset_stats: zero the counters once the previous epoch's work has drained, before any
+  // sample of this one is loaded (benchmarks time from here).
+  void start_epoch(int64_t epoch, bool reset_stats = false);
+  // The next batch of the epoch, or nothing at its end.  The batch's tensors stay valid until the
+  // next call (on the CPU they are the ring's memory; clone them to keep them).  With the `fail`
+  // policy, a bad image throws faster::Error naming it; with `skip`, the end of an epoch logs a
+  // warning with the number of images skipped in it.
+  std::optional<Batch> next();
+
+  int64_t batches_per_epoch() const;
+  int64_t samples_per_epoch() const { return sampler_.per_rank(); }
+  // Totals since construction; reset_stats() starts over (for example after a warm-up).
+  LoaderStats stats() const;
+  void reset_stats();
+  const LoaderOptions& options() const { return options_; }
+  std::string describe_device() const { return copy_.describe(); }
+  // Bytes of host batch memory, allocated once.
+  int64_t ring_bytes() const;
+
+ private:
+  struct Slot {
+    torch::Tensor images, labels;  // host, pinned when a GPU is used
+    int64_t batch = -1;
+    int expected = 0, filled = 0;
+    std::vector<int64_t> indices;
+  };
+  struct Worker;
+
+  void worker_loop(int id);
+  void process(Worker& w, int64_t task);
+  bool load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slot, int position,
+                   bool count_bad);
+  void stop_workers();
+  void reset_stats_locked();
+  void wait_idle(std::unique_lock<std::mutex>& lock);
+
+  std::shared_ptr<const Source> source_;
+  LoaderOptions options_;
+  Sampler sampler_;
+  DeviceCopy copy_;
+  std::vector<Slot> ring_;
+  torch::Tensor mean_, std_;  // on the device, for normalize_on_device
+
+  mutable std::mutex mutex_;
+  std::condition_variable work_cv_, ready_cv_, idle_cv_;
+  std::vector<int64_t> order_;  // this epoch's sample indices
+  int64_t epoch_ = -1, next_task_ = 0, total_tasks_ = 0, released_ = 0, consumed_ = 0;
+  int in_flight_ = 0;
+  bool stop_ = false, epoch_reported_ = false;
+  int64_t skipped_at_epoch_start_ = 0;
+  std::string error_;  // first fatal error (fail policy), rethrown by next()
+
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<std::thread> threads_;
+  std::atomic<int64_t> read_ns_{0}, decode_ns_{0}, augment_ns_{0}, bytes_{0}, images_{0},
+      skipped_{0}, pixels_{0};
+  double copy_s_ = 0, wait_s_ = 0;
+  std::vector<std::string> skipped_names_;
+};
+
+BadImagePolicy parse_bad_image_policy(const std::string& text);
+
+}  // namespace faster::data

@@ -1,0 +1,184 @@
+// Load benchmark: warm-up, optional cache eviction, timed batches (with a device sync per batch so
+// that copies are counted), then the report.
+#include "faster/data/loader/load_benchmark.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <thread>
+
+#include "faster/core/error.h"
+#include "faster/core/log.h"
+#include "faster/core/progress.h"
+#include "faster/core/timer.h"
+#include "faster/data/sources/open_source.h"
+#include "faster/data/sources/page_cache.h"
+
+namespace faster::data {
+namespace {
+
+void sync_device(const torch::Device& device, const Batch& batch) {
+  // Reading one element waits for the batch's copy and normalize on the consumer's stream.
+  if (device.is_cuda()) (void)batch.labels[0].item<int64_t>();
+}
+
+std::string describe_transform(const LoaderOptions& o, bool normalized_on_device) {
+  char buf[200];
+  if (o.train)
+    std::snprintf(buf, sizeof buf, "random-resized-crop %d + flip", o.size);
+  else
+    std::snprintf(buf, sizeof buf, "resize %d + center-crop %d", o.val_resize, o.val_size);
+  std::string s = buf;
+  s += std::string(", ") + to_string(o.output) + " " + to_string(o.layout);
+  if (o.output == OutputType::kFloat)
+    s += " (normalized by workers)";
+  else if (normalized_on_device)
+    s += " (normalized on the GPU)";
+  return s;
+}
+
+// Runs `count` batches, crossing epoch boundaries as needed; returns the batches actually run.
+int64_t run_batches(ImageLoader& loader, int64_t count, int64_t& epoch, Progress* progress) {
+  int64_t done = 0;
+  while (done < count) {
+    auto batch = loader.next();
+    if (!batch) {
+      loader.start_epoch(++epoch);
+      continue;
+    }
+    sync_device(loader.options().device, *batch);
+    ++done;
+    if (progress) progress->add();
+  }
+  return done;
+}
+
+}  // namespace
+
+double LoadReport::stage_rate(double stage_seconds, int parallel) const {
+  return stage_seconds > 0 ? stats.images / (stage_seconds / parallel) : 0;
+}
+
+LoadReport run_load_benchmark(const LoadBenchOptions& o) {
+  LoadReport r;
+  auto source = open_source(o.path, !o.loader.train, &r.split_note);
+  r.source = source->describe();
+  r.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (o.floor_samples > 0) r.floor = measure_decode_floor(*source, o.floor_samples);
+  if (o.decode_only) return r;
+
+  ImageLoader loader(source, o.loader);
+  r.device = loader.describe_device();
+  r.workers = o.loader.workers, r.batch = o.loader.batch;
+  r.transform =
+      describe_transform(o.loader, o.loader.device.is_cuda() && o.loader.normalize_on_device);
+  const int64_t per_epoch = loader.batches_per_epoch();
+  const int64_t measured = o.batches > 0 ? o.batches : per_epoch * o.epochs;
+  const int64_t warmup = o.warmup >= 0 ? o.warmup : std::min<int64_t>(5, per_epoch / 5);
+
+  int64_t epoch = 0;
+  if (warmup > 0) {  // threads started, ring and decoder buffers touched, allocator warmed
+    loader.start_epoch(epoch);
+    run_batches(loader, warmup, epoch, nullptr);
+  }
+  if (o.cold) {
+    r.cache = "cold: " + evict_from_page_cache(*source);
+  } else {
+    const int64_t bytes = prefetch_into_page_cache(*source, o.loader.workers);
+    r.cache = "warm (every file read once before timing: " + std::to_string(bytes >> 20) + " MiB)";
+  }
+  // The clock starts before the epoch does, and the counters are reset inside start_epoch once the
+  // warm-up's in-flight samples have drained: workers begin at once, and on a busy machine they
+  // could finish batches before this thread runs again.
+  epoch = 0;
+  Progress progress("load", measured, "batch");
+  Timer timer;
+  loader.start_epoch(epoch, /*reset_stats=*/true);
+  r.batches = run_batches(loader, measured, epoch, o.progress ? &progress : nullptr);
+  r.seconds = timer.seconds();
+  if (o.progress) progress.finish();
+  r.stats = loader.stats();
+  r.images = r.stats.images, r.bytes = r.stats.bytes, r.skipped = r.stats.skipped;
+
+  struct Stage {
+    const char* name;
+    double rate;
+  };
+  const Stage stages[] = {{"read", r.stage_rate(r.stats.read_s, r.workers)},
+                          {"decode", r.stage_rate(r.stats.decode_s, r.workers)},
+                          {"augment", r.stage_rate(r.stats.augment_s, r.workers)},
+                          {"copy", r.stage_rate(r.stats.copy_s, 1)}};
+  const Stage* slowest = &stages[0];
+  for (const Stage& s : stages)
+    if (s.rate > 0 && (slowest->rate <= 0 || s.rate < slowest->rate)) slowest = &s;
+  r.bottleneck = slowest->name;
+  return r;
+}
+
+void print_load_report(const LoadReport& r, bool decode_only) {
+  std::printf("dataset:    %s%s%s\n", r.source.c_str(), r.split_note.empty() ? "" : ", ",
+              r.split_note.c_str());
+  if (r.floor.images > 0)
+    std::printf(
+        "decode floor: %.1f MP/s per core at full size (%.0f img/s, %.3f MP/img) x %d "
+        "cores = %.0f img/s\n",
+        r.floor.mp_per_s(), r.floor.images_per_s(), r.floor.megapixels / r.floor.images, r.cores,
+        r.floor.images_per_s() * r.cores);
+  if (decode_only) return;
+  std::printf("transform:  %s\n", r.transform.c_str());
+  std::printf("pipeline:   %d workers, batch %d -> %s\n", r.workers, r.batch, r.device.c_str());
+  std::printf("cache:      %s\n", r.cache.c_str());
+  std::printf("result:     %.1f img/s, %.1f MB/s compressed, %lld images in %lld batches, %.2f s\n",
+              r.images_per_s(), r.mb_per_s(), static_cast<long long>(r.images),
+              static_cast<long long>(r.batches), r.seconds);
+  const auto& s = r.stats;
+  const double n = std::max<int64_t>(1, s.images);
+  std::printf("%-8s %12s %22s\n", "stage", "ms/img", "img/s (all workers)");
+  const struct {
+    const char* name;
+    double sec;
+    int par;
+  } rows[] = {{"read", s.read_s, r.workers},
+              {"decode", s.decode_s, r.workers},
+              {"augment", s.augment_s, r.workers},
+              {"copy", s.copy_s, 1}};
+  for (const auto& row : rows)
+    std::printf("%-8s %12.3f %22.0f\n", row.name, row.sec / n * 1e3,
+                r.stage_rate(row.sec, row.par));
+  std::printf("waiting for workers: %.2f s of %.2f s; bottleneck: %s\n", s.wait_s, r.seconds,
+              r.bottleneck.c_str());
+  std::printf("bad images skipped: %lld\n", static_cast<long long>(r.skipped));
+  for (const auto& name : s.skipped_names) std::printf("  skipped %s\n", name.c_str());
+}
+
+nlohmann::json to_json(const LoadReport& r) {
+  const auto& s = r.stats;
+  return {{"source", r.source},
+          {"device", r.device},
+          {"cache", r.cache},
+          {"transform", r.transform},
+          {"workers", r.workers},
+          {"batch", r.batch},
+          {"batches", r.batches},
+          {"images", r.images},
+          {"bytes", r.bytes},
+          {"seconds", r.seconds},
+          {"images_per_s", r.images_per_s()},
+          {"mb_per_s", r.mb_per_s()},
+          {"skipped", r.skipped},
+          {"skipped_names", s.skipped_names},
+          {"stages_s",
+           {{"read", s.read_s},
+            {"decode", s.decode_s},
+            {"augment", s.augment_s},
+            {"copy", s.copy_s},
+            {"wait", s.wait_s}}},
+          {"bottleneck", r.bottleneck},
+          {"cores", r.cores},
+          {"decode_floor",
+           {{"images", r.floor.images},
+            {"mp_per_s_per_core", r.floor.mp_per_s()},
+            {"images_per_s_per_core", r.floor.images_per_s()},
+            {"images_per_s_all_cores", r.floor.images_per_s() * r.cores}}}};
+}
+
+}  // namespace faster::data

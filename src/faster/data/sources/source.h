@@ -1,0 +1,38 @@
+// A dataset as the loader sees it: size() samples, each read as encoded bytes plus a label.
+// Folders of JPEGs and LMDB databases implement it; the loader shards and shuffles indices.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace faster::data {
+
+struct Sample {
+  std::vector<uint8_t> bytes;  // the encoded image; capacity reused from sample to sample
+  int label = -1;
+};
+
+class Source {
+ public:
+  virtual ~Source() = default;
+
+  virtual int64_t size() const = 0;
+  // Reads sample `index` into `out` (bytes and label).  Thread-safe: workers call it concurrently.
+  // Throws faster::Error naming the sample (path or key) when it cannot be read.
+  virtual void get(int64_t index, Sample& out) const = 0;
+
+  // The label of `index` without reading the image (cheap, no I/O).
+  virtual int label(int64_t index) const = 0;
+  // Class names, index = label.
+  virtual const std::vector<std::string>& classes() const = 0;
+  // Names the sample in messages: a path, or database + key.
+  virtual std::string name(int64_t index) const = 0;
+  // One line for reports: "folder /data/train (1000 classes, 1281167 images)".
+  virtual std::string describe() const = 0;
+  // Drops the source's files from the page cache (posix_fadvise DONTNEED), so the next read
+  // measures the disk; returns how many files were advised.
+  virtual int64_t evict_page_cache() const { return 0; }
+};
+
+}  // namespace faster::data

@@ -1,0 +1,131 @@
+// File reading and atomic writing with POSIX calls: every failure names the path and errno's text.
+#include "faster/tools/file_io.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "faster/core/error.h"
+
+namespace faster::tools {
+namespace fs = std::filesystem;
+
+namespace {
+constexpr const char* kTempSuffix = ".faster-tmp";
+
+// Closes a descriptor on every path out of a function.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  // Closes now and reports the result: on some file systems write errors only surface here.
+  int close() {
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    return rc;
+  }
+
+ private:
+  int fd_;
+};
+
+void write_all(int fd, const uint8_t* data, size_t size, const fs::path& final_path) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      // A zero-byte write without errno is still a failure; call it what it usually is.
+      const int code = n < 0 ? errno : ENOSPC;
+      FASTER_THROW("cannot write ", final_path.string(), ": ", errno_text(code));
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+std::string errno_text(int code) {
+  char buf[256];
+  // GNU strerror_r returns the message (possibly not in buf).
+  return strerror_r(code, buf, sizeof buf);
+}
+
+fs::path temp_path_for(const fs::path& final_path) {
+  return final_path.parent_path() / ("." + final_path.filename().string() + kTempSuffix);
+}
+
+bool is_temp_name(const std::string& name) {
+  const size_t n = std::strlen(kTempSuffix);
+  return name.size() > n + 1 && name[0] == '.' &&
+         name.compare(name.size() - n, n, kTempSuffix) == 0;
+}
+
+void read_whole_file(const fs::path& path, std::vector<uint8_t>& out, struct stat* st) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) FASTER_THROW("cannot open ", path.string(), ": ", errno_text(errno));
+  struct stat local;
+  if (!st) st = &local;
+  if (::fstat(fd.get(), st) != 0)
+    FASTER_THROW("cannot stat ", path.string(), ": ", errno_text(errno));
+  out.resize(static_cast<size_t>(st->st_size));
+  size_t got = 0;
+  while (got < out.size()) {
+    const ssize_t n = ::read(fd.get(), out.data() + got, out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) FASTER_THROW("cannot read ", path.string(), ": ", errno_text(errno));
+    if (n == 0) break;  // the file shrank while we read it
+    got += static_cast<size_t>(n);
+  }
+  out.resize(got);
+}
+
+void write_file_atomic(const fs::path& final_path, const uint8_t* data, size_t size) {
+  const fs::path temp = temp_path_for(final_path);
+  // A leftover temporary (or anything planted under its name) is removed rather than followed.
+  ::unlink(temp.c_str());
+  Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (fd.get() < 0) FASTER_THROW("cannot write ", final_path.string(), ": ", errno_text(errno));
+  try {
+    write_all(fd.get(), data, size, final_path);
+    if (fd.close() != 0)
+      FASTER_THROW("cannot write ", final_path.string(), ": ", errno_text(errno));
+    if (::rename(temp.c_str(), final_path.c_str()) != 0)
+      FASTER_THROW("cannot rename ", temp.string(), " to ", final_path.filename().string(), ": ",
+                   errno_text(errno));
+  } catch (...) {
+    ::unlink(temp.c_str());
+    throw;
+  }
+}
+
+void sync_directory(const fs::path& dir) {
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0 || ::fsync(fd.get()) != 0)
+    FASTER_THROW("cannot sync directory ", dir.string(), ": ", errno_text(errno));
+}
+
+DirectoryLock::DirectoryLock(const fs::path& dir, const std::string& what) {
+  fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd_ < 0) FASTER_THROW("cannot open directory ", dir.string(), ": ", errno_text(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int code = errno;
+    ::close(fd_);
+    if (code == EWOULDBLOCK) FASTER_THROW("another ", what, " is writing into ", dir.string());
+    FASTER_THROW("cannot lock ", dir.string(), ": ", errno_text(code));
+  }
+}
+
+DirectoryLock::~DirectoryLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+}  // namespace faster::tools

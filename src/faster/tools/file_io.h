@@ -1,0 +1,53 @@
+// File reading and atomic writing for the dataset tools: whole files into reused buffers, and
+// writes that go to a hidden temporary name beside the target and are renamed into place, so a
+// crash, Ctrl-C or full disk never leaves a half-written file under a final name.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace faster::tools {
+
+// The temporary name a write to `final_path` goes through: ".<name>.faster-tmp", same directory.
+std::filesystem::path temp_path_for(const std::filesystem::path& final_path);
+// Whether a directory entry is a temporary left by an interrupted write.
+bool is_temp_name(const std::string& file_name);
+
+// Reads the whole file into `out` (capacity reused); fills `st` from the open file.
+// Throws faster::Error naming the path.
+void read_whole_file(const std::filesystem::path& path, std::vector<uint8_t>& out,
+                     struct stat* st = nullptr);
+
+// Writes `size` bytes to `final_path` atomically (temp + rename).  On failure the temporary is
+// removed, whatever was under final_path before is untouched, and faster::Error names the path
+// and the system's reason (for example "No space left on device").
+void write_file_atomic(const std::filesystem::path& final_path, const uint8_t* data, size_t size);
+inline void write_file_atomic(const std::filesystem::path& final_path, const std::string& text) {
+  write_file_atomic(final_path, reinterpret_cast<const uint8_t*>(text.data()), text.size());
+}
+
+// fsyncs a directory, so that renames in it survive a power loss.
+void sync_directory(const std::filesystem::path& dir);
+
+// An exclusive advisory lock on a directory, held while the object lives: two runs writing into
+// the same destination would race on the same temporary names.
+class DirectoryLock {
+ public:
+  // Throws faster::Error if another process holds it; `what` names the holder in the message.
+  DirectoryLock(const std::filesystem::path& dir, const std::string& what);
+  ~DirectoryLock();
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// The system's message for errno `code` ("No space left on device").
+std::string errno_text(int code);
+
+}  // namespace faster::tools

@@ -1,0 +1,219 @@
+// `faster resize` implementation: list the source tree, prepare the destination (folders, lock,
+// options manifest, leftovers of an interrupted run), then process images in parallel, each one
+// written atomically, skipping those already done.
+#include "faster/tools/resize.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "faster/core/error.h"
+#include "faster/core/log.h"
+#include "faster/core/progress.h"
+#include "faster/core/timer.h"
+#include "faster/tools/downscale.h"
+#include "faster/tools/file_io.h"
+#include "faster/tools/parallel.h"
+#include "faster/tools/tree.h"
+
+namespace faster::tools {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kBadImagesLogged = 10;  // the rest are only in the report
+
+bool not_older(const timespec& a, const timespec& b) {
+  return a.tv_sec > b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec >= b.tv_nsec);
+}
+
+bool ends_with_jpeg_eoi(const fs::path& path, off_t size) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  unsigned char tail[2] = {0, 0};
+  const bool ok = ::pread(fd, tail, 2, size - 2) == 2 && tail[0] == 0xFF && tail[1] == 0xD9;
+  ::close(fd);
+  return ok;
+}
+
+// An output is done when it was renamed into place after its source last changed and has not been
+// emptied or cut short since: a byte-for-byte copy has the source's size, and a re-encoded image
+// ends with the JPEG end-of-image marker.  Outputs only ever appear whole under their final name,
+// so this catches later damage (or a crash before data reached the disk), not our own half-writes.
+bool output_up_to_date(const fs::path& src, const fs::path& dst) {
+  struct stat s, d;
+  if (::stat(dst.c_str(), &d) != 0 || ::stat(src.c_str(), &s) != 0) return false;
+  if (!S_ISREG(d.st_mode) || d.st_size < 2 || !not_older(d.st_mtim, s.st_mtim)) return false;
+  return d.st_size == s.st_size || ends_with_jpeg_eoi(dst, d.st_size);
+}
+
+// Refuses to mix two option sets in one destination: images already done would keep the old size.
+void check_and_write_manifest(const ResizeOptions& o) {
+  const fs::path path = o.dst / kResizeManifest;
+  const nlohmann::json now = {{"max_size", o.max_size}, {"quality", o.quality}};
+  std::error_code ec;
+  if (fs::exists(path, ec)) {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    nlohmann::json before = f ? nlohmann::json::parse(f, nullptr, false) : nlohmann::json();
+    if (f) std::fclose(f);
+    if (before.is_object() && before.value("options", nlohmann::json()) != now)
+      throw Error(detail::concat(o.dst.string(), " was made with options ",
+                                 before["options"].dump(), ", this run asks for ", now.dump()),
+                  "use another --dst, or delete this one to start over");
+  }
+  const nlohmann::json manifest = {
+      {"tool", "faster resize"}, {"source", fs::absolute(o.src).string()}, {"options", now}};
+  write_file_atomic(path, manifest.dump(1) + "\n");
+}
+
+// Creates the mirrored folders (parents first) and removes temporaries of an interrupted run.
+void prepare_destination(const ResizeOptions& o, const TreeListing& tree) {
+  std::vector<fs::path> dirs{o.dst};
+  for (const auto& d : tree.dirs) dirs.push_back(o.dst / d);
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    fs::create_directory(dir, ec);
+    if (ec || !fs::is_directory(dir))
+      FASTER_THROW("cannot create directory ", dir.string(), ": ",
+                   ec ? ec.message() : "a file of that name is in the way");
+    for (const auto& entry : fs::directory_iterator(dir, ec))
+      if (is_temp_name(entry.path().filename().string())) fs::remove(entry.path(), ec);
+  }
+}
+
+void write_report(const fs::path& path, const std::vector<BadImage>& bad, bool copy_bad) {
+  std::string text = "path\treason\taction\n";
+  for (const auto& b : bad)
+    text += b.path + "\t" + b.reason + "\t" + (copy_bad ? "copied\n" : "skipped\n");
+  write_file_atomic(path, text);
+}
+
+// Per-thread state: each worker owns its codec objects and buffers, reused image after image.
+struct Worker {
+  Downscaler downscaler;
+  std::vector<uint8_t> in, out;
+};
+
+struct Tally {
+  std::atomic<int64_t> downscaled{0}, copied{0}, up_to_date{0}, bytes_in{0}, bytes_out{0};
+  std::mutex bad_mutex;
+  std::vector<BadImage> bad;
+
+  void add_bad(const std::string& path, const std::string& reason) {
+    std::lock_guard<std::mutex> lock(bad_mutex);
+    if (bad.size() < kBadImagesLogged) log::warn("bad image ", path, ": ", reason);
+    bad.push_back({path, reason});
+  }
+};
+
+void resize_one(const ResizeOptions& o, const std::string& rel, Worker& w, Tally& t) {
+  const fs::path src = o.src / rel, dst = o.dst / rel;
+  if (output_up_to_date(src, dst)) {
+    ++t.up_to_date;
+    return;
+  }
+  try {
+    read_whole_file(src, w.in);
+  } catch (const Error& e) {  // unreadable: nothing to copy either
+    t.add_bad(rel, e.what());
+    return;
+  }
+  DownscaleResult result = DownscaleResult::kKeep;
+  bool bad = false;
+  try {
+    data::JpegEncodeOptions encode;
+    encode.quality = o.quality;
+    result = w.downscaler.run(w.in.data(), w.in.size(), o.max_size, encode, w.out);
+  } catch (const Error& e) {
+    t.add_bad(rel, e.what());
+    if (!o.copy_bad) return;
+    bad = true;  // copied unchanged, counted as bad only
+  }
+  const std::vector<uint8_t>& bytes = result == DownscaleResult::kKeep ? w.in : w.out;
+  write_file_atomic(dst, bytes.data(), bytes.size());  // errors here stop the run
+  if (!bad) ++(result == DownscaleResult::kKeep ? t.copied : t.downscaled);
+  t.bytes_in += static_cast<int64_t>(w.in.size());
+  t.bytes_out += static_cast<int64_t>(bytes.size());
+}
+
+void validate(const ResizeOptions& o) {
+  if (o.max_size < 1) FASTER_THROW("--max-size must be at least 1 (got ", o.max_size, ")");
+  if (o.quality < 1 || o.quality > 100) FASTER_THROW("--quality ", o.quality, " is not in 1..100");
+  if (o.workers < 0) FASTER_THROW("--workers must be positive (got ", o.workers, ")");
+  std::error_code ec;
+  if (!fs::is_directory(o.src, ec)) FASTER_THROW("--src is not a directory: ", o.src.string());
+  check_separate_trees(o.src, o.dst);
+  if (!o.report.empty() && is_inside(o.report, o.src))
+    FASTER_THROW("--report ", o.report.string(), " is inside --src: resize never writes there");
+}
+
+}  // namespace
+
+ResizeSummary resize_tree(const ResizeOptions& o) {
+  validate(o);
+  Timer timer;
+  const TreeListing tree = list_jpeg_tree(o.src);
+  std::error_code ec;
+  fs::create_directories(o.dst, ec);
+  if (!fs::is_directory(o.dst))
+    FASTER_THROW("cannot create --dst ", o.dst.string(), ": ", ec.message());
+  DirectoryLock lock(o.dst, "'faster resize'");
+  check_and_write_manifest(o);
+  prepare_destination(o, tree);
+
+  Tally tally;
+  const int64_t n = static_cast<int64_t>(tree.files.size());
+  std::vector<Worker> workers(static_cast<size_t>(std::clamp<int64_t>(
+      o.workers > 0 ? o.workers : default_workers(), 1, std::max<int64_t>(n, 1))));
+  {
+    std::optional<Progress> progress;
+    if (o.progress) progress.emplace("resize", n, "img");
+    parallel_for(static_cast<int>(workers.size()), n, [&](int worker, int64_t i) {
+      resize_one(o, tree.files[static_cast<size_t>(i)], workers[static_cast<size_t>(worker)],
+                 tally);
+      if (progress) progress->add();
+    });
+  }
+
+  ResizeSummary s;
+  s.files = n;
+  s.downscaled = tally.downscaled, s.copied = tally.copied, s.up_to_date = tally.up_to_date;
+  s.bad = static_cast<int64_t>(tally.bad.size());
+  s.ignored = tree.ignored;
+  s.bytes_in = tally.bytes_in, s.bytes_out = tally.bytes_out;
+  s.bad_images = std::move(tally.bad);
+  std::sort(s.bad_images.begin(), s.bad_images.end(),
+            [](const BadImage& a, const BadImage& b) { return a.path < b.path; });
+  s.report = o.report.empty() ? o.dst / kResizeReport : o.report;
+  write_report(s.report, s.bad_images, o.copy_bad);
+  s.seconds = timer.seconds();
+  return s;
+}
+
+std::string format_summary(const ResizeSummary& s, bool copy_bad) {
+  const double done = static_cast<double>(s.downscaled + s.copied);
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "resize: %lld images in %s (%s img/s): %lld downscaled, %lld copied, "
+                "%lld up to date, %lld bad (%s)\n"
+                "        %.1f MB in, %.1f MB out; %lld other entries ignored\n",
+                static_cast<long long>(s.files), format_duration(s.seconds).c_str(),
+                format_count(s.seconds > 0 ? done / s.seconds : 0).c_str(),
+                static_cast<long long>(s.downscaled), static_cast<long long>(s.copied),
+                static_cast<long long>(s.up_to_date), static_cast<long long>(s.bad),
+                copy_bad ? "copied unchanged" : "skipped", s.bytes_in / 1e6, s.bytes_out / 1e6,
+                static_cast<long long>(s.ignored));
+  std::string out = line;
+  if (s.bad > 0) out += "report: " + s.report.string() + "\n";
+  return out;
+}
+
+}  // namespace faster::tools

@@ -1,0 +1,305 @@
+// Synthetic ImageNet-like data.  Images are a class palette blended by a smooth noise field, a
+// class-oriented grating, class-coloured shapes, and fine multi-octave noise: the smooth parts
+// carry the label, the fine noise makes JPEG files as large as photos'.
+#include "faster/tools/synth.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "faster/core/error.h"
+#include "faster/core/progress.h"
+#include "faster/core/timer.h"
+#include "faster/data/decode/jpeg_encoder.h"
+
+namespace faster::tools {
+namespace fs = std::filesystem;
+namespace {
+
+uint64_t mix(uint64_t x) {  // splitmix64 finaliser: a good hash for lattice coordinates and seeds
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+uint64_t mix(uint64_t a, uint64_t b) {
+  return mix(a ^ mix(b));
+}
+double unit(uint64_t h) {
+  return (h >> 11) * (1.0 / 9007199254740992.0);
+}  // [0, 1)
+
+// Small deterministic generator for per-image parameters.
+struct Rng {
+  uint64_t state;
+  double next() { return unit(state = mix(state)); }
+  double range(double lo, double hi) { return lo + (hi - lo) * next(); }
+};
+
+// Value noise: random values on a lattice of `cell` pixels, smoothly interpolated, in [-1, 1].
+// The lattice is filled once per image, so a pixel costs four lookups per layer.
+class NoiseLayer {
+ public:
+  NoiseLayer(uint64_t key, float cell, int width, int height)
+      : inv_cell_(1.0f / cell),
+        nx_(static_cast<int>(width / cell) + 2),
+        ny_(static_cast<int>(height / cell) + 2),
+        values_(static_cast<size_t>(nx_) * ny_) {
+    uint64_t state = key;
+    for (float& v : values_) v = static_cast<float>(unit(state = mix(state)) * 2 - 1);
+  }
+  float at(float x, float y) const {
+    x *= inv_cell_, y *= inv_cell_;
+    const int ix = static_cast<int>(x), iy = static_cast<int>(y);
+    const float tx = x - ix, ty = y - iy;
+    const float sx = tx * tx * (3 - 2 * tx), sy = ty * ty * (3 - 2 * ty);
+    const float* v = values_.data() + static_cast<size_t>(iy) * nx_ + ix;
+    const float top = v[0] + (v[1] - v[0]) * sx;
+    const float bottom = v[nx_] + (v[nx_ + 1] - v[nx_]) * sx;
+    return top + (bottom - top) * sy;
+  }
+
+ private:
+  float inv_cell_;
+  int nx_, ny_;
+  std::vector<float> values_;
+};
+
+struct Shape {
+  float cx, cy, rx, ry, cos_a, sin_a;
+  float color[3];
+  bool box;
+};
+
+struct Scene {
+  float palette[3][3];  // class colours
+  float grating_cos, grating_sin, grating_freq, field_cell;
+  std::vector<Shape> shapes;
+  uint64_t noise_key;
+  std::vector<NoiseLayer> layers;  // [0] palette field, [1] tint, [2..] texture octaves
+};
+
+// Texture octaves: cell sizes in pixels and amplitudes (grey levels).  Tuned so that quality-90
+// files weigh about 100 KiB at ImageNet's mean size, like ImageNet's own JPEGs.
+constexpr float kOctaveCell[] = {12.0f, 6.0f, 3.0f, 1.5f};
+constexpr float kOctaveAmp[] = {24.0f, 20.0f, 20.0f, 24.0f};
+constexpr float kGrain = 40.0f;
+
+void class_palette(uint64_t seed, int label, Scene& s) {
+  Rng rng{mix(seed ^ 0xC1A55, static_cast<uint64_t>(label))};
+  for (auto& c : s.palette)
+    for (float& v : c) v = static_cast<float>(rng.range(20, 235));
+  const double angle = rng.range(0, M_PI);
+  s.grating_cos = static_cast<float>(std::cos(angle));
+  s.grating_sin = static_cast<float>(std::sin(angle));
+  s.grating_freq = static_cast<float>(rng.range(0.02, 0.12));
+  s.field_cell = static_cast<float>(rng.range(60, 200));
+}
+
+Scene make_scene(uint64_t seed, int label, int64_t index, int width, int height) {
+  Scene s;
+  class_palette(seed, label, s);
+  Rng rng{mix(seed, static_cast<uint64_t>(index) * 2 + 1)};
+  s.noise_key = mix(seed, static_cast<uint64_t>(index));
+  s.layers.emplace_back(s.noise_key ^ 1, s.field_cell, width, height);
+  s.layers.emplace_back(s.noise_key ^ 2, 40.0f, width, height);
+  for (int o = 0; o < 4; ++o)
+    s.layers.emplace_back(s.noise_key + 11 + o, kOctaveCell[o], width, height);
+  const int n = 2 + static_cast<int>(rng.next() * 4);
+  const bool class_boxes = (label % 2) == 0;  // the shape kind is a class feature too
+  for (int i = 0; i < n; ++i) {
+    Shape sh;
+    sh.cx = static_cast<float>(rng.range(0, width));
+    sh.cy = static_cast<float>(rng.range(0, height));
+    sh.rx = static_cast<float>(rng.range(0.05, 0.3) * width);
+    sh.ry = static_cast<float>(rng.range(0.05, 0.3) * height);
+    const double a = rng.range(0, M_PI);
+    sh.cos_a = static_cast<float>(std::cos(a)), sh.sin_a = static_cast<float>(std::sin(a));
+    const auto& base = s.palette[i % 3];
+    for (int c = 0; c < 3; ++c) sh.color[c] = 255.0f - base[c] * 0.8f;
+    sh.box = class_boxes;
+    s.shapes.push_back(sh);
+  }
+  return s;
+}
+
+float shape_cover(const Shape& sh, float x, float y) {
+  const float dx = x - sh.cx, dy = y - sh.cy;
+  const float u = (dx * sh.cos_a + dy * sh.sin_a) / sh.rx;
+  const float v = (-dx * sh.sin_a + dy * sh.cos_a) / sh.ry;
+  const float d = sh.box ? std::max(std::fabs(u), std::fabs(v)) : std::sqrt(u * u + v * v);
+  return std::clamp((1.0f - d) * 8.0f, 0.0f, 1.0f);  // soft edge of a few pixels
+}
+
+void render_pixel(const Scene& s, int x, int y, float grain, uint8_t* out) {
+  const float fx = static_cast<float>(x), fy = static_cast<float>(y);
+  // Smooth class-palette field, a tint, the class-oriented grating, then the fine texture.
+  const float f = 0.5f + 0.5f * s.layers[0].at(fx, fy);
+  const float g = 0.5f + 0.5f * s.layers[1].at(fx, fy);
+  const float grating = 28 * std::sin((fx * s.grating_cos + fy * s.grating_sin) * s.grating_freq *
+                                      static_cast<float>(2 * M_PI));
+  float texture = grain;
+  for (int o = 0; o < 4; ++o) texture += kOctaveAmp[o] * s.layers[2 + o].at(fx, fy);
+  float rgb[3];
+  for (int c = 0; c < 3; ++c) {
+    const float base = s.palette[0][c] * (1 - f) + s.palette[1][c] * f;
+    rgb[c] = base * (1 - 0.3f * g) + s.palette[2][c] * 0.3f * g + grating;
+  }
+  for (const auto& sh : s.shapes) {
+    const float a = shape_cover(sh, fx, fy);
+    if (a > 0)
+      for (int c = 0; c < 3; ++c) rgb[c] = rgb[c] * (1 - a) + sh.color[c] * a;
+  }
+  for (int c = 0; c < 3; ++c)
+    out[c] = static_cast<uint8_t>(std::clamp(rgb[c] + texture, 0.0f, 255.0f));
+}
+
+}  // namespace
+
+std::string synth_class_name(int label) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "class_%04d", label);
+  return buf;
+}
+
+std::string synth_file_name(int label, int64_t index) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "c%04d_%08lld.JPEG", label, static_cast<long long>(index));
+  return buf;
+}
+
+void synth_size(uint64_t seed, int64_t index, int& width, int& height) {
+  Rng rng{mix(seed ^ 0x51CE, static_cast<uint64_t>(index))};
+  const double p = rng.next();
+  const int long_side = p < 0.6 ? 500 : static_cast<int>(rng.range(240, 760));
+  const double q = rng.next();
+  const double aspect = q < 0.5 ? 4.0 / 3 : q < 0.7 ? 1.5 : q < 0.8 ? 1.0 : rng.range(1.1, 2.0);
+  const int short_side = std::max(32, static_cast<int>(std::lround(long_side / aspect)));
+  const bool portrait = rng.next() < 0.2;
+  width = portrait ? short_side : long_side;
+  height = portrait ? long_side : short_side;
+}
+
+void render_synth_image(uint64_t seed, int label, int64_t index, int width, int height,
+                        data::ImageBuffer& out) {
+  out.reshape(width, height, 3);
+  const Scene scene = make_scene(seed, label, index, width, height);
+  for (int y = 0; y < height; ++y) {
+    uint8_t* row = out.row(y);
+    uint64_t state = mix(scene.noise_key, static_cast<uint64_t>(y));
+    for (int x = 0; x < width; ++x) {
+      const float grain = kGrain * (static_cast<float>(unit(state = mix(state))) - 0.5f);
+      render_pixel(scene, x, y, grain, row + 3 * x);
+    }
+  }
+}
+
+}  // namespace faster::tools
+
+namespace faster::tools {
+namespace {
+
+struct Job {
+  fs::path path;
+  int label;
+  int64_t index;
+};
+
+std::vector<Job> plan(const SynthOptions& o) {
+  std::vector<Job> jobs;
+  int64_t index = 0;
+  for (const char* split : {"train", "val"}) {
+    const int per_class = std::string(split) == "train" ? o.images : o.val;
+    for (int c = 0; c < o.classes && per_class > 0; ++c) {
+      const fs::path dir = o.out / split / synth_class_name(c);
+      fs::create_directories(dir);
+      for (int i = 0; i < per_class; ++i, ++index)
+        jobs.push_back({dir / synth_file_name(c, index), c, index});
+    }
+  }
+  return jobs;
+}
+
+// Writes to a hidden temporary name in the same folder, then renames: a reader (or a re-run after
+// Ctrl-C) never sees a half-written image under its final name.
+void write_atomically(const fs::path& path, const std::vector<uint8_t>& bytes) {
+  const fs::path tmp = path.parent_path() / ("." + path.filename().string() + ".tmp");
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) FASTER_THROW("cannot write ", tmp.string(), ": ", std::strerror(errno));
+  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  const int err = errno;
+  if (std::fclose(f) != 0 || !ok) {
+    std::remove(tmp.c_str());
+    FASTER_THROW("cannot write ", tmp.string(), ": ", std::strerror(ok ? errno : err));
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) FASTER_THROW("cannot rename ", tmp.string(), " to ", path.string(), ": ", ec.message());
+}
+
+}  // namespace
+
+SynthSummary synth_dataset(const SynthOptions& o) {
+  if (o.out.empty()) FASTER_THROW("synth: --out is required");
+  if (o.classes < 1) FASTER_THROW("synth: --classes must be at least 1 (got ", o.classes, ")");
+  if (o.images < 1) FASTER_THROW("synth: --images must be at least 1 (got ", o.images, ")");
+  if (o.val < 0) FASTER_THROW("synth: --val must not be negative (got ", o.val, ")");
+  if (o.quality < 1 || o.quality > 100)
+    FASTER_THROW("synth: --quality must be in 1..100 (got ", o.quality, ")");
+  const std::vector<Job> jobs = plan(o);
+  const int workers = o.workers > 0
+                          ? o.workers
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  Timer timer;
+  std::atomic<int64_t> next{0}, bytes{0}, pixels{0}, width_sum{0}, height_sum{0};
+  std::atomic<bool> failed{false};
+  std::string error;
+  std::mutex error_mutex;
+  Progress progress("synth", static_cast<int64_t>(jobs.size()), "img");
+  auto work = [&] {
+    data::JpegEncoder encoder;
+    data::ImageBuffer image;
+    std::vector<uint8_t> encoded;
+    data::JpegEncodeOptions opts;
+    opts.quality = o.quality;
+    for (int64_t i; !failed && (i = next++) < static_cast<int64_t>(jobs.size());) {
+      try {
+        const Job& job = jobs[i];
+        int w, h;
+        synth_size(o.seed, job.index, w, h);
+        render_synth_image(o.seed, job.label, job.index, w, h, image);
+        encoder.encode(image.view(), opts, encoded);
+        write_atomically(job.path, encoded);
+        bytes += static_cast<int64_t>(encoded.size());
+        pixels += int64_t{w} * h;
+        width_sum += w;
+        height_sum += h;
+        if (o.progress) progress.add();
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!failed.exchange(true)) error = e.what();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < workers; ++t) threads.emplace_back(work);
+  for (auto& t : threads) t.join();
+  if (o.progress) progress.finish();
+  if (failed) throw Error(error);
+  return {static_cast<int64_t>(jobs.size()),
+          bytes.load(),
+          timer.seconds(),
+          pixels.load(),
+          width_sum.load(),
+          height_sum.load()};
+}
+
+}  // namespace faster::tools

@@ -1,0 +1,200 @@
+// `faster pack`: folder -> LMDB -> LmdbSource round trip, downscaling on the way in, map growth,
+// atomicity, bad input, and --verify finding damage.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "faster/core/error.h"
+#include "faster/data/sources/folder_source.h"
+#include "faster/data/sources/lmdb_env.h"
+#include "faster/data/sources/lmdb_format.h"
+#include "faster/data/sources/lmdb_source.h"
+#include "faster/tools/pack.h"
+#include "tools/tool_fixtures.h"
+
+namespace faster::test {
+namespace {
+namespace fs = std::filesystem;
+namespace fmt = data::lmdb_format;
+
+// Three classes, images at two depths, in an order that sorting must fix.
+struct PackTree {
+  TempDir tmp;
+  fs::path src = tmp / "src", db = tmp / "db";
+  // In the order the loader reads them: classes sorted, then paths within a class sorted.
+  std::vector<std::pair<std::string, int>> expected = {
+      {"ant/1.JPEG", 0}, {"ant/2.jpg", 0},  {"ant/sub/0.JPEG", 0},
+      {"bee/9.JPEG", 1}, {"cow/a.jpeg", 2}, {"cow/b.JPEG", 2},
+  };
+  PackTree() {
+    int i = 0;
+    for (const auto& [rel, label] : expected)
+      write_jpeg(src, rel, 120 + 40 * i++, 100 + 10 * label);
+    write_file(src / "ant/readme.txt", "ignored");
+  }
+  std::string args(const std::string& extra = "") const {
+    return "pack --src " + quoted(src) + " --out " + quoted(db) + " " + extra;
+  }
+};
+
+TEST(Pack, RoundTripGivesTheFolderBytesAndLabels) {
+  PackTree t;
+  const RunResult r = run_faster(t.args("--workers 3"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("6 images, 3 classes"), std::string::npos) << r.output;
+  EXPECT_EQ(all_files(t.db), std::vector<std::string>{"data.mdb"});  // no lock file, no temp
+  EXPECT_FALSE(fs::exists(t.tmp / ".db.faster-tmp"));
+
+  data::LmdbSource source(t.db);
+  EXPECT_EQ(source.classes(), (std::vector<std::string>{"ant", "bee", "cow"}));
+  ASSERT_EQ(source.size(), static_cast<int64_t>(t.expected.size()));
+  data::Sample sample;
+  for (size_t i = 0; i < t.expected.size(); ++i) {
+    source.get(static_cast<int64_t>(i), sample);
+    EXPECT_EQ(to_string(sample.bytes), read_file(t.src / t.expected[i].first)) << i;
+    EXPECT_EQ(sample.label, t.expected[i].second) << i;
+  }
+  // The same samples as the loader's own view of the folder, index by index.
+  const data::FolderSource folder(t.src);
+  ASSERT_EQ(folder.size(), source.size());
+  EXPECT_EQ(folder.classes(), source.classes());
+  data::Sample from_folder;
+  for (int64_t i = 0; i < folder.size(); ++i) {
+    folder.get(i, from_folder);
+    source.get(i, sample);
+    EXPECT_EQ(from_folder.bytes, sample.bytes) << i;
+    EXPECT_EQ(from_folder.label, sample.label) << i;
+  }
+  const auto& meta = source.metadata();
+  EXPECT_EQ(meta.source, fs::absolute(t.src).lexically_normal().string());
+  EXPECT_EQ(meta.options["max_size"], 0);
+  EXPECT_TRUE(meta.skipped.empty());
+  EXPECT_EQ(run_faster(t.args()).exit_code, 1);  // never overwrites
+
+  const RunResult v = run_faster("pack --verify " + quoted(t.db));
+  EXPECT_EQ(v.exit_code, 0) << v.output;
+  EXPECT_NE(v.output.find("6 records (metadata: 6), 3 classes"), std::string::npos) << v.output;
+  EXPECT_NE(v.output.find(": OK"), std::string::npos) << v.output;
+}
+
+TEST(Pack, DownscalesOnTheWayInAndGrowsTheMap) {
+  PackTree t;
+  tools::PackOptions o;
+  o.src = t.src;
+  o.out = t.db;
+  o.max_size = 64;
+  o.workers = 2;
+  o.initial_map_size = 8 * 1024;  // two pages, less than the data: the writer must grow it
+  o.progress = false;
+  const tools::PackSummary s = tools::pack_folder(o);
+  EXPECT_EQ(s.packed, 6);
+  EXPECT_EQ(s.downscaled, 6);
+  EXPECT_GT(s.map_growths, 0);
+  data::LmdbSource source(t.db);
+  EXPECT_EQ(source.metadata().options["max_size"], 64);
+  data::JpegDecoder decoder;
+  for (int64_t i = 0; i < source.size(); ++i) {
+    const auto r = source.view(i);
+    const auto& info = decoder.open(r.data, r.size);
+    EXPECT_EQ(std::min(info.width, info.height), 64) << i;
+  }
+  EXPECT_TRUE(tools::verify_database(t.db, 2, false).ok());
+}
+
+TEST(Pack, BadImagesAreLeftOutAndListed) {
+  PackTree t;
+  write_file(t.src / "bee/0-empty.JPEG", "");
+  const RunResult r = run_faster(t.args());
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("6 packed (0 downscaled), 1 bad (left out)"), std::string::npos)
+      << r.output;
+  data::LmdbSource source(t.db);
+  EXPECT_EQ(source.size(), 6);
+  ASSERT_EQ(source.metadata().skipped.size(), 1u);
+  EXPECT_EQ(source.metadata().skipped[0]["path"], "bee/0-empty.JPEG");
+  EXPECT_EQ(source.label(3), 1);  // labels still follow the class folders
+}
+
+TEST(Pack, BadArgumentsAndFailedWritesLeaveNoDatabase) {
+  PackTree t;
+  tools::PackOptions o;
+  o.src = t.tmp / "none";
+  o.out = t.db;
+  EXPECT_THROW(tools::pack_folder(o), Error);
+  o.src = t.src;
+  o.out = t.src / "db";  // inside the source
+  EXPECT_THROW(tools::pack_folder(o), Error);
+  const RunResult no_args = run_faster("pack");
+  EXPECT_EQ(no_args.exit_code, 1);
+  EXPECT_NE(no_args.output.find("needs --src DIR and --out DB"), std::string::npos);
+  const RunResult not_db = run_faster("pack --verify " + quoted(t.src));
+  EXPECT_EQ(not_db.exit_code, 1);
+  EXPECT_NE(not_db.output.find("not an LMDB database"), std::string::npos) << not_db.output;
+  write_file(t.tmp / "junk.mdb", std::string(100000, 'j'));
+  EXPECT_EQ(run_faster("pack --verify " + quoted(t.tmp / "junk.mdb")).exit_code, 1);
+
+  // Writes fail part-way (a file size limit, as a full disk would): nothing under --out.
+  const RunResult limited = run_shell("bash -c \"trap '' XFSZ; ulimit -f 16; " +
+                                      std::string(FASTER_BIN) + " " + t.args() + "\"");
+  EXPECT_EQ(limited.exit_code, 1) << limited.output;
+  EXPECT_NE(limited.output.find("faster: error:"), std::string::npos) << limited.output;
+  EXPECT_FALSE(fs::exists(t.db));
+  EXPECT_FALSE(fs::exists(t.tmp / ".db.faster-tmp"));
+  // A temporary left by a killed pack is cleared by the next one.
+  fs::create_directories(t.tmp / ".db.faster-tmp");
+  write_file(t.tmp / ".db.faster-tmp/data.mdb", "partial");
+  EXPECT_EQ(run_faster(t.args()).exit_code, 0);
+}
+
+// Opens the packed database for writing, as damage by another program would.
+void damage(const fs::path& db, const std::function<void(const data::LmdbTxn&)>& edit) {
+  data::LmdbEnv env = data::LmdbEnv::create(db, 64 << 20);
+  data::LmdbTxn txn(env, false);
+  edit(txn);
+  txn.commit();
+}
+
+TEST(Pack, VerifyFindsAFlippedByteAMissingRecordAndATruncatedFile) {
+  PackTree t;
+  ASSERT_EQ(run_faster(t.args()).exit_code, 0);
+  damage(t.db, [](const data::LmdbTxn& txn) {
+    const auto key = fmt::record_key(2);
+    MDB_val k{key.view().size(), const_cast<char*>(key.text)}, v;
+    FASTER_CHECK_LMDB(mdb_get(txn.get(), txn.dbi(), &k, &v), "test");
+    std::string value(static_cast<const char*>(v.mv_data), v.mv_size);
+    value[value.size() / 2] ^= 0x10;  // one bit in the entropy-coded data
+    MDB_val nv{value.size(), value.data()};
+    FASTER_CHECK_LMDB(mdb_put(txn.get(), txn.dbi(), &k, &nv, 0), "test");
+  });
+  const RunResult r = run_faster("pack --verify " + quoted(t.db));
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("DAMAGED (1 bad records)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("key 0000000002: checksum mismatch"), std::string::npos) << r.output;
+
+  damage(t.db, [](const data::LmdbTxn& txn) {
+    const auto key = fmt::record_key(4);
+    MDB_val k{key.view().size(), const_cast<char*>(key.text)};
+    FASTER_CHECK_LMDB(mdb_del(txn.get(), txn.dbi(), &k, nullptr), "test");
+  });
+  const tools::VerifyReport report = tools::verify_database(t.db, 1, false);
+  EXPECT_FALSE(report.ok());
+  const std::string all = [&] {
+    std::string s;
+    for (const auto& p : report.problems) s += p + "\n";
+    return s;
+  }();
+  EXPECT_NE(all.find("record keys 0000000004 to 0000000004 are missing"), std::string::npos) << all;
+  EXPECT_NE(all.find("metadata says 6 records, the database holds 5"), std::string::npos) << all;
+
+  fs::remove(t.db / "lock.mdb");
+  fs::resize_file(t.db / "data.mdb", fs::file_size(t.db / "data.mdb") / 2);
+  const RunResult cut = run_faster("pack --verify " + quoted(t.db));
+  EXPECT_EQ(cut.exit_code, 1) << cut.output;
+  EXPECT_NE(cut.output.find("truncated"), std::string::npos) << cut.output;
+}
+
+}  // namespace
+}  // namespace faster::test

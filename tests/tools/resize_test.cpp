@@ -1,0 +1,220 @@
+// `faster resize` end to end through the program: sizes and aspect, byte-identical copies, resume,
+// refusals, bad images and exit codes, and write errors that leave no partial file behind.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "faster/core/error.h"
+#include "faster/tools/downscale.h"
+#include "faster/tools/file_io.h"
+#include "faster/tools/resize.h"
+#include "faster/tools/tree.h"
+#include "tools/tool_fixtures.h"
+
+namespace faster::test {
+namespace {
+namespace fs = std::filesystem;
+
+// A source tree at several depths: large images (downscaled), small ones (copied), one non-JPEG.
+struct ResizeTree {
+  TempDir tmp;
+  fs::path src = tmp / "src", dst = tmp / "dst";
+  std::vector<std::pair<std::string, JpegSize>> images = {
+      {"train/cat/a.JPEG", {400, 300}}, {"train/cat/b.jpg", {96, 200}},
+      {"train/dog/c.JPEG", {300, 450}}, {"val/deep/er/d.jpeg", {256, 200}},
+      {"val/deep/er/e.JPEG", {64, 64}}, {"val/f.JPEG", {97, 161}},
+  };
+  ResizeTree() {
+    for (const auto& [rel, size] : images) write_jpeg(src, rel, size.width, size.height);
+    write_file(src / "train/labels.txt", "not an image");
+  }
+  // In process (the program's start-up is most of a CLI test's time); same code path.
+  tools::ResizeSummary resize(int max_size = 96) const {
+    tools::ResizeOptions o;
+    o.src = src;
+    o.dst = dst;
+    o.max_size = max_size;
+    o.workers = 2;
+    o.progress = false;
+    return tools::resize_tree(o);
+  }
+  RunResult run(const std::string& extra = "") const {
+    return run_faster("resize --src " + quoted(src) + " --dst " + quoted(dst) + " --max-size 96 " +
+                      extra);
+  }
+};
+
+TEST(Resize, DownscalesLargeImagesKeepsAspectAndCopiesSmallOnes) {
+  ResizeTree t;
+  const RunResult r = t.run("--workers 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("6 images"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("4 downscaled, 2 copied, 0 up to date, 0 bad"), std::string::npos)
+      << r.output;
+  for (const auto& [rel, size] : t.images) {
+    const JpegSize out = decoded_size(t.dst / rel);
+    const tools::Size want = tools::downscaled_size(size.width, size.height, 96);
+    EXPECT_EQ(out.width, want.width) << rel;
+    EXPECT_EQ(out.height, want.height) << rel;
+    EXPECT_EQ(std::min(out.width, out.height), std::min(96, std::min(size.width, size.height)));
+    if (std::min(size.width, size.height) <= 96)
+      EXPECT_EQ(read_file(t.dst / rel), read_file(t.src / rel)) << rel << " not copied as is";
+  }
+  EXPECT_FALSE(fs::exists(t.dst / "train/labels.txt"));
+  EXPECT_EQ(read_file(t.dst / tools::kResizeReport), "path\treason\taction\n");
+}
+
+TEST(Resize, ReRunRedoesOnlyMissingDamagedOrOutdatedOutputs) {
+  ResizeTree t;
+  ASSERT_EQ(t.resize().downscaled, 4);
+  std::vector<int64_t> before;
+  for (const auto& [rel, size] : t.images) before.push_back(mtime_ns(t.dst / rel));
+  // What an interrupted or disturbed run leaves: a missing output, a truncated one, a stale
+  // temporary, and a source edited after its output was written.
+  fs::remove(t.dst / t.images[0].first);
+  fs::resize_file(t.dst / t.images[2].first, 100);
+  write_file(tools::temp_path_for(t.dst / t.images[3].first), "half-written");
+  fs::last_write_time(t.src / t.images[4].first, fs::last_write_time(t.dst / t.images[4].first) +
+                                                     std::chrono::milliseconds(1));
+
+  const tools::ResizeSummary s = t.resize();
+  EXPECT_EQ(s.downscaled, 2);
+  EXPECT_EQ(s.copied, 1);
+  EXPECT_EQ(s.up_to_date, 3);
+  for (size_t i : {1, 3, 5})
+    EXPECT_EQ(mtime_ns(t.dst / t.images[i].first), before[i]) << t.images[i].first << " redone";
+  for (const auto& [rel, size] : t.images) EXPECT_GT(decoded_size(t.dst / rel).width, 0);
+  for (const auto& f : all_files(t.dst))
+    EXPECT_EQ(f.find(".faster-tmp"), std::string::npos) << f << " left behind";
+  EXPECT_EQ(t.resize().up_to_date, 6);  // a third run has nothing left to do
+}
+
+TEST(Resize, KilledRunLeavesOnlyCompleteFilesAndResumes) {
+  TempDir tmp;
+  // Large images (a few ms each on one worker), so the kill lands in the middle of the run.
+  const std::string big = to_string(make_jpeg(1600, 1200));
+  constexpr int kImages = 40;
+  for (int i = 0; i < kImages; ++i) {
+    fs::create_directories(tmp / "src" / ("c" + std::to_string(i % 4)));
+    write_file(tmp / "src" / ("c" + std::to_string(i % 4)) / (std::to_string(i) + ".JPEG"), big);
+  }
+  const std::string cmd = std::string(FASTER_BIN) + " resize --src " + quoted(tmp / "src") +
+                          " --dst " + quoted(tmp / "dst") + " --max-size 600 --workers 1";
+  // SIGKILL once a few outputs exist: no handler runs, only the write protocol keeps names clean.
+  run_shell("(" + cmd + " >/dev/null 2>&1 & pid=$!; for i in $(seq 1000); do " + "[ $(find " +
+            quoted(tmp / "dst") + " -name '*.JPEG' 2>/dev/null | wc -l) -ge 3 ] " +
+            "&& break; sleep 0.005; done; kill -9 $pid; wait $pid) || true");
+  int complete = 0;
+  for (const auto& f : all_files(tmp / "dst")) {
+    if (fs::path(f).filename().string()[0] == '.') continue;    // manifest, stale temporary
+    EXPECT_EQ(decoded_size(tmp / "dst" / f).height, 600) << f;  // throws if cut short
+    ++complete;
+  }
+  EXPECT_GE(complete, 3);
+  EXPECT_LT(complete, kImages) << "the run finished before it was killed";
+  const RunResult r = run_shell(cmd);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(std::to_string(complete) + " up to date"), std::string::npos)
+      << complete << "\n"
+      << r.output;
+  EXPECT_EQ(all_files(tmp / "dst").size(), kImages + 2u);  // + manifest and report
+}
+
+TEST(Resize, RefusesDestinationInsideSourceAndTheReverse) {
+  ResizeTree t;
+  const auto files_before = all_files(t.src);
+  for (const fs::path& dst : {t.src, t.src / "train/out", t.tmp.path()}) {
+    tools::ResizeOptions o;
+    o.src = t.src;
+    o.dst = dst;
+    o.max_size = 96;
+    try {
+      tools::resize_tree(o);
+      ADD_FAILURE() << "accepted --dst " << dst;
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_TRUE(m.find("inside") != m.npos || m.find("same folder") != m.npos) << m;
+    }
+  }
+  EXPECT_EQ(all_files(t.src), files_before);  // nothing written into the source
+  const RunResult r = run_faster("resize --src " + quoted(t.src) + " --dst " +
+                                 quoted(t.src / "out") + " --max-size 96");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("faster: error: --dst"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("HINT: choose a destination outside"), std::string::npos) << r.output;
+  const RunResult missing = run_faster("resize --src " + quoted(t.tmp / "nope") + " --dst " +
+                                       quoted(t.dst) + " --max-size 96");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.output.find("--src is not a directory"), std::string::npos) << missing.output;
+}
+
+TEST(Resize, OtherOptionsIntoTheSameDestinationAreRefused) {
+  ResizeTree t;
+  t.resize(96);
+  try {
+    t.resize(80);
+    FAIL() << "a second --max-size was accepted into the same --dst";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("was made with options"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Resize, BadImagesAreReportedSkippedOrCopiedAndSetTheExitCode) {
+  ResizeTree t;
+  auto truncated = read_file(t.src / t.images[0].first);
+  truncated.resize(truncated.size() / 2);
+  write_file(t.src / "train/cat/truncated.JPEG", truncated);
+  write_file(t.src / "train/cat/empty.JPEG", "");
+  write_file(t.src / "train/dog/png.JPEG", "\x89PNG\r\n\x1a\nrest of a png file");
+  const RunResult r = t.run();
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("3 bad (skipped)"), std::string::npos) << r.output;
+  const std::string report = read_file(t.dst / tools::kResizeReport);
+  EXPECT_NE(report.find("train/cat/empty.JPEG\tnot a JPEG: an empty file\tskipped"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("train/cat/truncated.JPEG\t"), std::string::npos) << report;
+  EXPECT_NE(report.find("train/dog/png.JPEG\tnot a JPEG: a PNG image"), std::string::npos);
+  EXPECT_FALSE(fs::exists(t.dst / "train/cat/truncated.JPEG"));
+
+  const RunResult copied =
+      run_faster("resize --src " + quoted(t.src) + " --dst " + quoted(t.tmp / "dst2") +
+                 " --max-size 96 --copy-bad " + "--report " + quoted(t.tmp / "bad.tsv"));
+  EXPECT_EQ(copied.exit_code, 3) << copied.output;
+  EXPECT_NE(copied.output.find("4 downscaled, 2 copied, 0 up to date, 3 bad (copied unchanged)"),
+            std::string::npos)
+      << copied.output;
+  EXPECT_EQ(read_file(t.tmp / "dst2/train/cat/truncated.JPEG"), truncated);
+  EXPECT_NE(read_file(t.tmp / "bad.tsv").find("\tcopied\n"), std::string::npos);
+  EXPECT_NE(run_faster("resize --help").output.find("Exit codes: 0"), std::string::npos);
+}
+
+TEST(Resize, WriteErrorsStopWithAClearErrorAndNoPartialFile) {
+  ResizeTree t;
+  // A file size limit makes writes fail like a full disk does (root ignores permissions, not
+  // this); SIGXFSZ ignored so write() returns EFBIG instead of killing the process.
+  const std::string limited = "bash -c \"trap '' XFSZ; ulimit -f 2; FASTER_PROGRESS=plain " +
+                              std::string(FASTER_BIN) + " resize --src " + quoted(t.src) +
+                              " --dst " + quoted(t.dst) + " --max-size 96 --workers 1\"";
+  const RunResult r = run_shell(limited);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("faster: error: cannot write"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("File too large"), std::string::npos) << r.output;
+  for (const auto& f : all_files(t.dst)) {
+    EXPECT_EQ(f.find(".faster-tmp"), std::string::npos) << f;
+    if (tools::has_jpeg_extension(f)) EXPECT_GT(decoded_size(t.dst / f).width, 0) << f;
+  }
+  // A file where a mirrored folder must go.
+  TempDir other;
+  write_file(other / "train", "in the way");
+  const RunResult blocked = run_faster("resize --src " + quoted(t.src) + " --dst " +
+                                       quoted(other.path()) + " --max-size 96");
+  EXPECT_EQ(blocked.exit_code, 1);
+  EXPECT_NE(blocked.output.find("cannot create directory"), std::string::npos) << blocked.output;
+}
+
+}  // namespace
+}  // namespace faster::test
