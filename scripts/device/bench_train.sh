@@ -2,6 +2,8 @@
 # On the GPU machine, side by side in one call: faster's single-device table (faster bench) and the
 # peer ref_thinnet.py in the same configurations, on Fashion-MNIST, ThinNet 11 conv, batch 512,
 # 5 epochs.  Usage: bench_train.sh DATA_DIR PEERS_DIR OUT_DIR [REPEATS]
+# The peer's cudnn.benchmark configurations, whose time is mostly cuDNN's tuning, run once each (the
+# call must fit the device's 10-minute limit); every other configuration REPEATS times.
 set -uo pipefail
 data=$1 peers=$2 out=$3 repeats=${4:-3}
 cd "$(dirname "$0")/../.."
@@ -9,23 +11,23 @@ mkdir -p "$out"
 faster=./build-cuda/faster
 $faster env > "$out/env.json"
 $faster bench --data "$data" --repeats "$repeats" --out "$out/bench" > "$out/bench.txt" 2>&1
-peer() {  # name, args...
-  local name=$1; shift
-  for r in $(seq "$repeats"); do
+peer() {  # name, runs, args...
+  local name=$1 n=$2; shift 2
+  for r in $(seq "$n"); do
     PYTHONUNBUFFERED=1 python3 "$peers/ref_thinnet.py" --data "$data" "$@" 2>&1 | grep RESULT |
       sed "s/^/$name /" >> "$out/peer.txt"
   done
 }
 : > "$out/peer.txt"
-peer torch_plain --loader torch
-peer torch_bench --loader torch --cudnn-benchmark
-peer torch_amp --loader torch --amp
-peer torch_both --loader torch --amp --cudnn-benchmark
-peer gpu_plain --loader gpu
-peer gpu_bench --loader gpu --cudnn-benchmark
-peer gpu_amp --loader gpu --amp
-peer gpu_both --loader gpu --amp --cudnn-benchmark
-peer gpu_best --loader gpu --amp --bf16 --channels-last
+peer torch_plain "$repeats" --loader torch
+peer torch_bench 1 --loader torch --cudnn-benchmark
+peer torch_amp "$repeats" --loader torch --amp
+peer torch_both 1 --loader torch --amp --cudnn-benchmark
+peer gpu_plain "$repeats" --loader gpu
+peer gpu_bench 1 --loader gpu --cudnn-benchmark
+peer gpu_amp "$repeats" --loader gpu --amp
+peer gpu_both 1 --loader gpu --amp --cudnn-benchmark
+peer gpu_best "$repeats" --loader gpu --amp --bf16 --channels-last
 # Medians of the peer's runs, per configuration.
 python3 - "$out/peer.txt" > "$out/peer_medians.txt" <<'PY'
 import re, sys, statistics, collections

@@ -18,9 +18,16 @@ CellResult result(const std::string& row, const std::string& col, std::vector<do
 
 TEST(Bench, PlanCoversTheMatrix) {
   BenchOptions o;
+  o.gpus = 4;
   const auto gpu = plan(o);
-  EXPECT_EQ(gpu.size(), 2u * 4 + 1);  // two single-device rows x 4 columns + fastest mode
+  EXPECT_EQ(gpu.size(), 4u * 4 + 1);  // single host/device, DP, DDP rows x 4 columns + fastest mode
   EXPECT_EQ(gpu.back().row, "fast");
+  const auto& ddp = gpu[3 * 4 + 2];  // DDP, +AMP
+  EXPECT_EQ(ddp.row, "DDP");
+  EXPECT_EQ(ddp.gpus, 4);
+  const auto ddp_args = train_args(ddp, o, "x.json");
+  EXPECT_NE(std::find(ddp_args.begin(), ddp_args.end(), "--nproc"), ddp_args.end());
+  EXPECT_NE(std::find(ddp_args.begin(), ddp_args.end(), "--amp"), ddp_args.end());
   o.gpu = false;
   const auto cpu = plan(o);
   EXPECT_EQ(cpu.size(), 2u * 2);  // no cuDNN columns, no fast mode
@@ -30,6 +37,8 @@ TEST(Bench, PlanCoversTheMatrix) {
   o.rows = {"fast"};
   o.gpu = true;
   EXPECT_EQ(plan(o).size(), 1u);
+  o.rows = {"DataParallel"};
+  EXPECT_EQ(plan(o)[0].gpus, 4);
 }
 
 TEST(Bench, MedianIsTheMiddleRun) {
@@ -48,6 +57,9 @@ TEST(Bench, TableHasBaselineRowsColumnsAndFastLine) {
   for (size_t i = 0; i < kColumns.size(); ++i) {
     r.cells.push_back(result("single, host loader", kColumns[i], {10.0 - i}, 86));
     if (i != 1) r.cells.push_back(result("single, device loader", kColumns[i], {5.0 - i}, 86));
+    auto ddp = result("DDP", kColumns[i], {2.0}, 86);
+    ddp.cell.gpus = 8;
+    r.cells.push_back(ddp);
   }
   r.cells.push_back(result("fast", "fast", {1.0}, 86.5));
   const auto md = markdown(r);
@@ -59,6 +71,7 @@ TEST(Bench, TableHasBaselineRowsColumnsAndFastLine) {
   EXPECT_NE(md.find("| single, host loader [1] | 10.00 s (86.0 %) | 9.00 s (86.0 %) | 8.00 s (86.0 %) | "
                     "7.00 s (86.0 %) |"), std::string::npos) << md;
   EXPECT_NE(md.find("| single, device loader [1] | 5.00 s (86.0 %) | n/a | 3.00 s"), std::string::npos) << md;
+  EXPECT_NE(md.find("| DDP [8] | 2.00 s (86.0 %) |"), std::string::npos) << md;
   EXPECT_NE(md.find("fastest mode (--fast) [1]: 1.00 s (86.5 %), 10.0x the baseline"), std::string::npos) << md;
   const auto svg = svg_chart(r);
   EXPECT_EQ(std::count(svg.begin(), svg.end(), '\n') > 0, true);

@@ -43,14 +43,25 @@ std::vector<Cell> plan(const BenchOptions& o) {
   const std::vector<std::vector<std::string>> cpu_cols = {
       {}, {}, {"--amp", "--amp-dtype", "bf16"}, {}};
   const auto& cols = o.gpu ? gpu_cols : cpu_cols;
-  const std::vector<std::pair<std::string, std::vector<std::string>>> rows = {
-      {"single, host loader", {"--loader", "host"}},
-      {"single, device loader", {"--loader", "device"}}};
-  for (const auto& [row, row_args] : rows) {
+  // The parallel rows use every visible GPU (batch 512 per GPU, the seed's setting) with the
+  // device loader; DataParallel needs GPUs, so a CPU run has single-device rows only.
+  const std::string n = std::to_string(o.gpus);
+  struct Row {
+    std::string name;
+    std::vector<std::string> args;
+    int gpus;
+  };
+  std::vector<Row> rows = {{"single, host loader", {"--loader", "host"}, 1},
+                           {"single, device loader", {"--loader", "device"}, 1}};
+  if (o.gpu) {
+    rows.push_back({"DataParallel", {"--loader", "device", "--parallel", "dp", "--gpus", n}, o.gpus});
+    rows.push_back({"DDP", {"--loader", "device", "--parallel", "ddp", "--nproc", n}, o.gpus});
+  }
+  for (const auto& [row, row_args, gpus] : rows) {
     if (!wanted(row)) continue;
     for (size_t c = 0; c < kColumns.size(); ++c) {
       if (!o.gpu && c % 2 == 1) continue;  // cudnn benchmark columns: no cuDNN on a CPU
-      Cell cell{row, kColumns[c], row_args, 1};
+      Cell cell{row, kColumns[c], row_args, gpus};
       cell.args.insert(cell.args.end(), cols[c].begin(), cols[c].end());
       cells.push_back(cell);
     }

@@ -1,6 +1,7 @@
 // `faster bench`: runs the benchmark matrix and writes the table (Markdown), JSON and an SVG chart.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -67,6 +68,7 @@ int run_bench(BenchFlags& f) {
                 "%d run(s) per cell\n",
                 f.cpu ? " requested" : " visible", o.epochs, static_cast<long long>(o.train_limit),
                 o.repeats);
+  o.gpus = std::max(1, cuda_device_count());
   o.exe = self_exe();
   fs::create_directories(o.out_dir);
   bench::Report report;
@@ -121,7 +123,8 @@ void add_bench(CLI::App& root, int& exit_code) {
   cmd->add_option("--train-limit", f->train_limit, "Train images per epoch (default all on a GPU, 4096 on a CPU)");
   cmd->add_option("--test-limit", f->test_limit, "Test images (default all on a GPU, 2048 on a CPU)");
   cmd->add_option("--rows", f->o.rows,
-                  "Only these rows: 'single, host loader', 'single, device loader', fast")
+                  "Only these rows (separated by ';'): 'single, host loader', 'single, device "
+                  "loader', DataParallel, DDP, fast")
       ->delimiter(';');
   cmd->add_flag("--cpu", f->cpu, "Run the CPU version even when a GPU is visible");
   cmd->add_option("--train-args", f->o.extra_args, "Extra arguments for every 'faster train' run")

@@ -9,33 +9,13 @@
 #include <cstring>
 
 #include "faster/core/error.h"
+#include "faster/core/fd.h"
 
 namespace faster::tools {
 namespace fs = std::filesystem;
 
 namespace {
 constexpr const char* kTempSuffix = ".faster-tmp";
-
-// Closes a descriptor on every path out of a function.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  // Closes now and reports the result: on some file systems write errors only surface here.
-  int close() {
-    const int rc = ::close(fd_);
-    fd_ = -1;
-    return rc;
-  }
-
- private:
-  int fd_;
-};
 
 void write_all(int fd, const uint8_t* data, size_t size, const fs::path& final_path) {
   while (size > 0) {

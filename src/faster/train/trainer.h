@@ -44,8 +44,8 @@ struct TrainOptions {
   int dist_timeout_s = 120;  // ddp: rendezvous and collective timeout
 };
 
-// The fastest configuration for this workload on a GPU: device-resident data, fp16 autocast with the
-// on-device grad scaler, channels_last, CUDA-graph steps, the short last training batch dropped and
+// The fastest configuration for this workload on a GPU: device-resident data, bf16 autocast,
+// channels_last, CUDA-graph steps, the short last training batch dropped and
 // eval batches padded, so every step has one static shape.
 void apply_fast_mode(TrainOptions& o);
 

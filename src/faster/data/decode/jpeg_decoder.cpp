@@ -15,6 +15,7 @@
 #include <jpeglib.h>
 
 #include "faster/core/error.h"
+#include "faster/data/decode/jpeg_error.h"
 
 namespace faster::data {
 namespace {
@@ -24,22 +25,11 @@ namespace {
 constexpr int kMarginPixels = 4;
 constexpr int kRowsPerRead = 16;
 
-struct ErrorManager {
-  jpeg_error_mgr pub;  // first member: libjpeg casts cinfo->err back to this struct
-  std::jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-};
-
-[[noreturn]] void on_error(j_common_ptr cinfo) {
-  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, err->message);
-  std::longjmp(err->jump, 1);
-}
 
 // Warnings are silent, except running out of data: libjpeg would pad a truncated file with grey and
 // call it a success; we want the sample counted as bad instead (PIL refuses truncated files too).
 void on_message(j_common_ptr cinfo, int level) {
-  if (level < 0 && cinfo->err->msg_code == JWRN_JPEG_EOF) on_error(cinfo);
+  if (level < 0 && cinfo->err->msg_code == JWRN_JPEG_EOF) jpeg_error_exit(cinfo);
   if (level < 0) cinfo->err->num_warnings++;
 }
 
@@ -108,12 +98,12 @@ const char* guess_non_jpeg(const uint8_t* d, size_t n) {
 
 struct JpegDecoder::Impl {
   jpeg_decompress_struct cinfo;
-  ErrorManager err;
+  JpegErrorManager err;
   std::vector<uint8_t> cmyk_rows;  // CMYK scanlines before conversion; kept between images
 
   Impl() {
     cinfo.err = jpeg_std_error(&err.pub);
-    err.pub.error_exit = on_error;
+    err.pub.error_exit = jpeg_error_exit;
     err.pub.emit_message = on_message;
     err.pub.output_message = silent_output;
     err.message[0] = '\0';

@@ -9,21 +9,11 @@
 #include <jpeglib.h>
 
 #include "faster/core/error.h"
+#include "faster/data/decode/jpeg_error.h"
 
 namespace faster::data {
 namespace {
 
-struct ErrorManager {
-  jpeg_error_mgr pub;  // first member: libjpeg casts cinfo->err back to this struct
-  std::jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-};
-
-[[noreturn]] void on_error(j_common_ptr cinfo) {
-  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, err->message);
-  std::longjmp(err->jump, 1);
-}
 
 void silent_output(j_common_ptr) {}
 
@@ -60,12 +50,12 @@ void term_destination(j_compress_ptr cinfo) {
 
 struct JpegEncoder::Impl {
   jpeg_compress_struct cinfo;
-  ErrorManager err;
+  JpegErrorManager err;
   VectorDestination dest;
 
   Impl() {
     cinfo.err = jpeg_std_error(&err.pub);
-    err.pub.error_exit = on_error;
+    err.pub.error_exit = jpeg_error_exit;
     err.pub.output_message = silent_output;
     jpeg_create_compress(&cinfo);
     dest.pub.init_destination = init_destination;

@@ -11,26 +11,12 @@
 #include <cstring>
 
 #include "faster/core/error.h"
+#include "faster/core/fd.h"
 #include "faster/core/log.h"
 
 namespace faster::data {
 namespace fs = std::filesystem;
 namespace {
-
-// Owns a file descriptor (closed on every path out of get()).
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // The JPEG files under a class folder, relative to root, sorted (torchvision walks sorted too).
 // Symlinks are followed; a dangling one is listed, and fails when read, like any unreadable file.
