@@ -10,8 +10,6 @@
 namespace faster::cli {
 namespace {
 
-constexpr int kExitBadData = 3;
-
 struct PackFlags {
   std::string src, out, verify;
   tools::PackOptions options;
@@ -23,7 +21,7 @@ int run_pack(PackFlags& f) {
       FASTER_THROW("--verify DB checks an existing database: drop --src and --out");
     const auto report = tools::verify_database(f.verify, f.options.workers, true);
     std::printf("%s", tools::format_report(report, f.verify).c_str());
-    return report.ok() ? 0 : kExitBadData;
+    return report.ok() ? 0 : kExitBadInput;
   }
   if (f.src.empty() || f.out.empty())
     FASTER_THROW("faster pack needs --src DIR and --out DB (or --verify DB)");
@@ -31,7 +29,7 @@ int run_pack(PackFlags& f) {
   f.options.out = f.out;
   const auto s = tools::pack_folder(f.options);
   std::printf("%s", tools::format_summary(s, f.out).c_str());
-  return s.bad > 0 ? kExitBadData : 0;
+  return s.bad > 0 ? kExitBadInput : 0;
 }
 
 void add_pack(CLI::App& root, int& exit_code) {

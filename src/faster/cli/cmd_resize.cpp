@@ -9,8 +9,6 @@
 namespace faster::cli {
 namespace {
 
-constexpr int kExitBadImages = 3;
-
 struct ResizeFlags {
   std::string src, dst, report;
   tools::ResizeOptions options;
@@ -47,7 +45,7 @@ void add_resize(CLI::App& root, int& exit_code) {
     opts.report = flags->report;
     const tools::ResizeSummary s = tools::resize_tree(opts);
     std::printf("%s", tools::format_summary(s, opts.copy_bad).c_str());
-    exit_code = s.bad > 0 ? kExitBadImages : 0;
+    exit_code = s.bad > 0 ? kExitBadInput : 0;
   });
 }
 

@@ -9,6 +9,9 @@
 
 namespace faster::cli {
 
+// Exit code of the data tools when they finished but skipped bad input (0 = all done, 1 = error).
+constexpr int kExitBadInput = 3;
+
 // Adds the subcommand to `root`; its callback stores the command's exit code in `exit_code`.
 using AddCommand = std::function<void(CLI::App& root, int& exit_code)>;
 
