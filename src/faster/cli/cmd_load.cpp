@@ -8,6 +8,7 @@
 #include "faster/cli/command.h"
 #include "faster/core/error.h"
 #include "faster/data/loader/load_benchmark.h"
+#include "faster/train/trainer.h"
 
 namespace faster::cli {
 namespace {
@@ -19,18 +20,6 @@ struct LoadFlags {
   std::string json;
   bool val = false;
 };
-
-torch::Device pick_device(const std::string& name) {
-  if (name == "auto")
-    return torch::cuda::is_available() ? torch::Device(torch::kCUDA, 0) : torch::kCPU;
-  if (name == "cuda" && !torch::cuda::is_available())
-    FASTER_THROW("--device cuda, but no CUDA device is visible");
-  try {
-    return torch::Device(name);
-  } catch (const std::exception&) {
-    FASTER_THROW("--device must be auto, cpu, cuda or cuda:N (got '", name, "')");
-  }
-}
 
 void apply(LoadFlags& f) {
   auto& o = f.bench.loader;
@@ -44,7 +33,7 @@ void apply(LoadFlags& f) {
   o.layout = f.layout == "nchw" ? data::Layout::kNCHW : data::Layout::kNHWC;
   o.on_bad_image = data::parse_bad_image_policy(f.on_bad);
   o.train = !f.val;
-  o.device = pick_device(f.device);
+  o.device = train::resolve_device(f.device);
   if (f.epochs < 0 || f.bench.batches < 0) FASTER_THROW("--epochs and --batches must be positive");
   f.bench.epochs = f.epochs > 0 ? f.epochs : 1;
 }

@@ -36,8 +36,6 @@ void apply_fast_mode(TrainOptions& o) {
   o.mode_name = "fast";
 }
 
-namespace {
-
 torch::Device resolve_device(const std::string& text) {
   if (text == "auto")
     return cuda_device_count() > 0 ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
@@ -62,7 +60,6 @@ torch::Device resolve_device(const std::string& text) {
   return *dev;
 }
 
-}  // namespace
 
 void validate(const TrainOptions& o) {
   if (o.epochs < 1) FASTER_THROW("--epochs must be at least 1 (got ", o.epochs, ")");

@@ -49,6 +49,10 @@ struct TrainOptions {
 // eval batches padded, so every step has one static shape.
 void apply_fast_mode(TrainOptions& o);
 
+// "auto" (the first GPU if one is visible, else the CPU), "cpu", "cuda" or "cuda:N", checked against
+// the visible GPUs; throws faster::Error naming the flag value.
+torch::Device resolve_device(const std::string& text);
+
 // Checks flag combinations and the device; throws faster::Error naming the problem.
 void validate(const TrainOptions& o);
 
