@@ -87,7 +87,8 @@ TEST(Bench, ShortCpuRunWritesTableJsonAndChart) {
   if (test::fashion_mnist_dir().empty()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   test::TempDir d;
   const auto r = test::run_faster("bench --cpu --epochs 1 --train-limit 256 --test-limit 128 "
-                                  "--blocks 0,0,0 --batch 64 --filters 8,16,32 --out " + d.path().string());
+                                  "--blocks 0,0,0 --batch 64 --filters 8,16,32 --out " + d.path().string() +
+                                  test::fashion_mnist_flag());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("short CPU version"), std::string::npos) << r.output;
   const auto md = test::read_file(d / "bench.md");

@@ -65,7 +65,7 @@ TEST(Cli, TrainRunsAndWritesJsonAndMetrics) {
   test::TempDir d;
   const auto r = test::run_faster("train --device cpu --epochs 2 --blocks 0,0,0 --filters 8,16,32 --train-limit 512 "
                                   "--test-limit 256 --batch 128 --json " + (d / "r.json").string() +
-                                  " --log-dir " + d.path().string());
+                                  " --log-dir " + d.path().string() + test::fashion_mnist_flag());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("epoch 2/2"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("final test accuracy"), std::string::npos);

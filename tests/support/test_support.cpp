@@ -1,9 +1,14 @@
 // Test helpers implementation.
 #include "support/test_support.h"
 
+#include <dlfcn.h>
+#include <execinfo.h>
 #include <sys/wait.h>
+#include <ucontext.h>
+#include <unistd.h>
 
 #include <array>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -11,7 +16,44 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "faster/tools/file_io.h"
+
 namespace faster::test {
+namespace {
+
+// A test that crashes prints where (the faulting instruction, and the return address on top of
+// the stack for a call that jumped to a bad address) and its stack, with function names from the
+// -rdynamic the test binaries link with; then it dies of the same signal, so CTest sees the crash.
+void name_address(const char* what, uintptr_t address) {
+  Dl_info info{};
+  const bool named = dladdr(reinterpret_cast<void*>(address), &info) && info.dli_fname;
+  std::fprintf(stderr, "%s %#lx %s%s%s\n", what, static_cast<unsigned long>(address),
+               named ? info.dli_fname : "?", named && info.dli_sname ? " " : "",
+               named && info.dli_sname ? info.dli_sname : "");
+}
+
+void print_stack_and_die(int sig, siginfo_t* info, void* context) {
+  std::fprintf(stderr, "\n*** fatal signal %d in a test (fault address %p)\n", sig, info->si_addr);
+#if defined(__x86_64__)
+  const auto& regs = static_cast<ucontext_t*>(context)->uc_mcontext.gregs;
+  name_address("  at", static_cast<uintptr_t>(regs[REG_RIP]));
+  name_address("  top of stack", *reinterpret_cast<const uintptr_t*>(regs[REG_RSP]));
+#endif
+  void* frames[64];
+  backtrace_symbols_fd(frames, backtrace(frames, 64), STDERR_FILENO);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+const bool stack_on_crash = [] {
+  struct sigaction action {};
+  action.sa_sigaction = print_stack_and_die;
+  action.sa_flags = SA_SIGINFO;
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) sigaction(sig, &action, nullptr);
+  return true;
+}();
+
+}  // namespace
 
 TempDir::TempDir() {
   std::random_device rd;
@@ -21,8 +63,7 @@ TempDir::TempDir() {
 }
 
 TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
+  tools::remove_tree(path_);
 }
 
 RunResult run_shell(const std::string& command) {
@@ -63,6 +104,10 @@ std::filesystem::path fashion_mnist_dir() {
   const char* env = std::getenv("FASTER_FASHION_MNIST");
   std::filesystem::path p = env ? env : "/usr/share/datasets/fashion-mnist";
   return std::filesystem::exists(p / "train-images-idx3-ubyte.gz") ? p : std::filesystem::path{};
+}
+
+std::string fashion_mnist_flag() {
+  return " --data " + fashion_mnist_dir().string();
 }
 
 }  // namespace faster::test

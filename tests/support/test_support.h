@@ -35,7 +35,10 @@ RunResult run_shell(const std::string& command);
 std::string read_file(const std::filesystem::path& path);
 void write_file(const std::filesystem::path& path, const std::string& bytes);
 
-// Fashion-MNIST as installed by Debian's dataset-fashion-mnist; empty if absent.
+// Fashion-MNIST as installed by Debian's dataset-fashion-mnist (or where FASTER_FASHION_MNIST
+// says); empty if absent.
 std::filesystem::path fashion_mnist_dir();
+// " --data <that folder>", for commands that would otherwise use the program's default path.
+std::string fashion_mnist_flag();
 
 }  // namespace faster::test

@@ -63,6 +63,24 @@ TEST(FileIo, ReadWholeFileReusesTheBuffer) {
   EXPECT_THROW(read_whole_file(tmp / "none", buf), Error);
 }
 
+// A nested tree goes, a link inside it is removed without following it, a missing path is fine.
+TEST(FileIo, RemoveTreeRemovesEverythingButWhatLinksPointTo) {
+  TempDir tmp;
+  fs::create_directories(tmp / "keep");
+  fs::create_directories(tmp / "t" / "a" / "b");
+  test::write_file(tmp / "keep" / "k.txt", "kept");
+  test::write_file(tmp / "t" / "a" / "b" / "f.JPEG", "x");
+  test::write_file(tmp / "t" / ".hidden", "y");
+  fs::create_directory_symlink(tmp / "keep", tmp / "t" / "a" / "link");
+  remove_tree(tmp / "t");
+  EXPECT_FALSE(fs::exists(tmp / "t"));
+  EXPECT_EQ(test::read_file(tmp / "keep" / "k.txt"), "kept");
+  remove_tree(tmp / "missing");
+  test::write_file(tmp / "file", "z");
+  remove_tree(tmp / "file");
+  EXPECT_FALSE(fs::exists(tmp / "file"));
+}
+
 TEST(Tree, ListsJpegsAtAnyDepthSortedWithoutHiddenEntries) {
   TempDir tmp;
   for (const char* f : {"b/2.jpg", "a/x/y/1.JPEG", "a/0.jpeg", "top.JPG", "a/notes.txt",

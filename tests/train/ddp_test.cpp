@@ -18,7 +18,8 @@ namespace {
 
 const std::string kSmall =
     " --device cpu --epochs 1 --blocks 0,0,0 --filters 8,16,32 --train-limit 512 --test-limit 128 "
-    "--lr 0.05 --workers 1";
+    "--lr 0.05 --workers 1" +
+    test::fashion_mnist_flag();
 
 #define REQUIRE_FASHION_MNIST() \
   if (test::fashion_mnist_dir().empty()) GTEST_SKIP() << "dataset-fashion-mnist not installed"
@@ -112,7 +113,8 @@ TEST(Ddp, KilledRankEndsTheJobWithinTheBound) {
   // A long job in its own process group, in the background; the group id goes to job.pid.
   test::run_shell("setsid sh -c '(FASTER_PROGRESS=plain " + std::string(FASTER_BIN) +
                   " train --parallel ddp --nproc 2 --device cpu --epochs 1000 --blocks 0,0,0 "
-                  "--filters 8,16,32 --train-limit 512 --test-limit 128 --batch 32 --workers 1 > " +
+                  "--filters 8,16,32 --train-limit 512 --test-limit 128 --batch 32 --workers 1" +
+                  test::fashion_mnist_flag() + " > " +
                   log + " 2>&1; echo $? > " + (d / "job.rc").string() + ")' > /dev/null 2>&1 < /dev/null & echo $! > " +
                   (d / "job.pid").string());
   // Wait until training runs (an epoch line), then kill rank 1.

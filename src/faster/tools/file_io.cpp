@@ -2,6 +2,7 @@
 #include "faster/tools/file_io.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -16,6 +17,11 @@ namespace fs = std::filesystem;
 
 namespace {
 constexpr const char* kTempSuffix = ".faster-tmp";
+
+int remove_entry(const char* path, const struct stat*, int, struct FTW*) {
+  ::remove(path);  // best effort: a clean-up carries on past what it cannot remove
+  return 0;
+}
 
 void write_all(int fd, const uint8_t* data, size_t size, const fs::path& final_path) {
   while (size > 0) {
@@ -37,6 +43,11 @@ std::string errno_text(int code) {
   char buf[256];
   // GNU strerror_r returns the message (possibly not in buf).
   return strerror_r(code, buf, sizeof buf);
+}
+
+void remove_tree(const fs::path& path) noexcept {
+  // Depth first (contents before their directory), not following links.
+  ::nftw(path.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 fs::path temp_path_for(const fs::path& final_path) {

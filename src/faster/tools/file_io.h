@@ -30,6 +30,12 @@ inline void write_file_atomic(const std::filesystem::path& final_path, const std
   write_file_atomic(final_path, reinterpret_cast<const uint8_t*>(text.data()), text.size());
 }
 
+// Removes a file or a whole directory tree (symbolic links are removed, never followed); errors
+// are ignored (clean-up paths).  Not std::filesystem::remove_all: LibTorch 2.x's libtorch.so exports
+// its own copy of that symbol, and a call bound to it crashed (a jump to address 0, seen with
+// LibTorch 2.11 on the GPU machine).
+void remove_tree(const std::filesystem::path& path) noexcept;
+
 // fsyncs a directory, so that renames in it survive a power loss.
 void sync_directory(const std::filesystem::path& dir);
 

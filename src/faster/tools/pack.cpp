@@ -147,8 +147,7 @@ class TempDbGuard {
  public:
   explicit TempDbGuard(fs::path dir) : dir_(std::move(dir)) {}
   ~TempDbGuard() {
-    std::error_code ec;
-    if (!dir_.empty()) fs::remove_all(dir_, ec);
+    if (!dir_.empty()) remove_tree(dir_);
   }
   void release() { dir_.clear(); }
 
@@ -251,7 +250,7 @@ PackSummary pack_folder(const PackOptions& o) {
   if (fs::exists(temp, ec)) {
     DirectoryLock probe(temp, "'faster pack'");  // refuses if a live pack is still writing it
     log::info("removing ", temp.string(), ", left by an interrupted pack");
-    fs::remove_all(temp, ec);
+    remove_tree(temp);
   }
   TempDbGuard guard(temp);
   data::LmdbWriter writer(temp, o.initial_map_size > 0 ? o.initial_map_size : kInitialMapSize);
