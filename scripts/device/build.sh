@@ -5,4 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DFASTER_TESTS=${FASTER_TESTS:-ON} > build-cuda.configure.log 2>&1 || { tail -30 build-cuda.configure.log; exit 1; }
-cmake --build build-cuda -j "$(nproc)" 2>&1 | tail -5
+if ! cmake --build build-cuda -j "$(nproc)" > build-cuda.build.log 2>&1; then
+  grep -E -A6 "error|Error" build-cuda.build.log | head -80
+  exit 1
+fi
+tail -3 build-cuda.build.log

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 
+#include "data/image_trees.h"
 #include "data/jpeg_fixtures.h"
 #include "faster/core/error.h"
 #include "faster/data/loader/image_loader.h"
@@ -16,18 +17,8 @@
 namespace faster::data {
 namespace {
 namespace fs = std::filesystem;
-
-// classes x per_class small JPEGs of varied sizes; returns the source.
-std::shared_ptr<FolderSource> make_tree(const fs::path& root, int classes, int per_class) {
-  for (int c = 0; c < classes; ++c)
-    for (int i = 0; i < per_class; ++i) {
-      const auto bytes = test::make_jpeg(60 + 13 * i, 50 + 7 * c);
-      fs::create_directories(root / ("c" + std::to_string(c)));
-      test::write_file(root / ("c" + std::to_string(c)) / ("i" + std::to_string(i) + ".jpg"),
-                       std::string(bytes.begin(), bytes.end()));
-    }
-  return std::make_shared<FolderSource>(root, false);
-}
+using test::make_bad_tree;
+using test::make_tree;
 
 LoaderOptions small(int batch, int workers) {
   LoaderOptions o;
@@ -144,38 +135,6 @@ TEST(ImageLoader, ShardsCoverEverySampleOncePerEpoch) {
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i].images, b[i].images));
 }
 
-// Every bad input of the issue in one tree, plus unusual but valid JPEGs that must decode.
-std::shared_ptr<FolderSource> make_bad_tree(const fs::path& root, int& bad) {
-  auto put = [&](const std::string& name, const std::vector<uint8_t>& bytes) {
-    fs::create_directories((root / name).parent_path());
-    test::write_file(root / name, std::string(bytes.begin(), bytes.end()));
-  };
-  JpegEncodeOptions prog, s444;
-  prog.progressive = true;
-  s444.subsampling = ChromaSubsampling::k444;
-  put("a/cmyk.jpg", test::make_jpeg(70, 50, 4));
-  put("a/gray.jpg", test::make_jpeg(70, 50, 1));
-  put("a/progressive.jpg", test::make_jpeg(70, 50, 3, prog));
-  put("a/s444.jpg", test::make_jpeg(70, 50, 3, s444));
-  put("a/s420.jpg", test::make_jpeg(70, 50));
-  auto full = test::make_jpeg(80, 60);
-  put("b/zero.JPEG", {});
-  put("b/truncated.JPEG", {full.begin(), full.begin() + full.size() / 2});
-  std::vector<uint8_t> random(3000);
-  for (size_t i = 0; i < random.size(); ++i) random[i] = static_cast<uint8_t>(i * 7919 % 251);
-  put("b/random.JPEG", random);
-  put("b/png.JPEG", {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R'});
-  auto bomb = test::make_jpeg(64, 64);
-  test::patch_dimensions(bomb, 60000, 60000);
-  put("b/bomb.JPEG", bomb);
-  fs::create_symlink(root / "missing.jpg", root / "b/unreadable.JPEG");
-  put("c/good1.jpg", test::make_jpeg(90, 70));
-  put("c/good2.jpg", test::make_jpeg(50, 90));
-  fs::create_directories(root / "d_empty");
-  bad = 6;
-  return std::make_shared<FolderSource>(root, false);
-}
-
 TEST(ImageLoader, SkipsBadImagesCountedWithRightLabels) {
   test::TempDir t;
   int bad;
@@ -270,6 +229,16 @@ TEST(ImageLoader, LoadCommandReportsAndFailsCleanly) {
   EXPECT_EQ(r.output, "faster: error: --output must be uint8 or float (got 'int8')\n");
   r = test::run_faster("load " + t.path().string() + " --on-bad-image ignore");
   EXPECT_EQ(r.output, "faster: error: --on-bad-image must be skip or fail (got 'ignore')\n");
+  r = test::run_faster("load " + t.path().string() + " --decode gpu");
+  EXPECT_EQ(r.output, "faster: error: --decode must be cpu or nvjpeg (got 'gpu')\n");
+  r = test::run_faster("load " + t.path().string() +
+                       " --decode nvjpeg --cpu-share 1.5 --device cuda");
+  EXPECT_EQ(r.exit_code, 1);
+  r = test::run_faster("load " + t.path().string() + " --decode nvjpeg --device cpu");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--decode nvjpeg decodes on the GPU, but the device is cpu"),
+            std::string::npos)
+      << r.output;
 }
 
 }  // namespace

@@ -23,8 +23,7 @@ struct LoadFlags {
 
 void apply(LoadFlags& f) {
   auto& o = f.bench.loader;
-  if (f.decode != "cpu")
-    FASTER_THROW("--decode ", f.decode, " is not available yet (only cpu: libjpeg-turbo)");
+  o.decode = data::parse_decode_on(f.decode);
   if (f.output != "uint8" && f.output != "float")
     FASTER_THROW("--output must be uint8 or float (got '", f.output, "')");
   if (f.layout != "nchw" && f.layout != "nhwc")
@@ -42,8 +41,10 @@ void add_load(CLI::App& root, int& exit_code) {
   auto* cmd = root.add_subcommand(
       "load",
       "Benchmark the data pipeline: read, decode (libjpeg-turbo, region of interest, DCT "
-      "scaling),\n"
-      "augment and batch a dataset into the GPU (host memory without one), after a warm-up.\n"
+      "scaling;\n"
+      "or nvJPEG on the GPU's JPEG engines), augment and batch a dataset into the GPU (host "
+      "memory\n"
+      "without one), after a warm-up.\n"
       "Reports images/s, MB/s of compressed input, per-stage throughput and the bottleneck,\n"
       "and the decode floor (one core's full-size decode rate x cores).");
   auto f = std::make_shared<LoadFlags>();
@@ -66,7 +67,19 @@ void add_load(CLI::App& root, int& exit_code) {
                 "Evict the dataset from the page cache before timing (posix_fadvise DONTNEED per "
                 "file, and drop_caches where permitted) so the disk is measured; default: warm, "
                 "every file read once first");
-  cmd->add_option("--decode", f->decode, "Decoder: cpu (libjpeg-turbo)")->capture_default_str();
+  cmd->add_option("--decode", f->decode,
+                  "Decoder: cpu (libjpeg-turbo in the worker threads) or nvjpeg (batched on the "
+                  "GPU: its hardware JPEG decoder where it has one; crop, resize and flip there "
+                  "too; progressive, CMYK and truncated files still go to the CPU)")
+      ->capture_default_str();
+  cmd->add_option("--cpu-share", o.cpu_share,
+                  "With --decode nvjpeg: the fraction of images the worker threads decode on the "
+                  "CPU anyway, beside the GPU (0-1)")
+      ->capture_default_str();
+  cmd->add_option("--nvjpeg-threads", o.gpu_stages,
+                  "With --decode nvjpeg: threads feeding the GPU decoder, each with its own nvJPEG "
+                  "state, so one batch decodes while the next is submitted")
+      ->capture_default_str();
   cmd->add_option("--size", o.size, "Train crop output side (random-resized-crop + flip)")
       ->capture_default_str();
   cmd->add_flag("--val", f->val, "Validation transform: resize shorter side, then center crop");

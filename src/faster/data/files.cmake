@@ -25,7 +25,10 @@ list(APPEND FASTER_TORCH_SOURCES
   src/faster/data/loader/load_benchmark.cpp
 )
 if(FASTER_CUDA)
-  list(APPEND FASTER_TORCH_SOURCES src/faster/data/loader/device_copy_cuda.cpp)
+  list(APPEND FASTER_TORCH_SOURCES src/faster/data/loader/device_copy_cuda.cpp
+                                   src/faster/data/decode/nvjpeg_decoder_cuda.cpp)
+  list(APPEND FASTER_CUDA_SOURCES src/faster/data/augment/crop_resize.cu)
 else()
-  list(APPEND FASTER_TORCH_SOURCES src/faster/data/loader/device_copy_cpu.cpp)
+  list(APPEND FASTER_TORCH_SOURCES src/faster/data/loader/device_copy_cpu.cpp
+                                   src/faster/data/decode/nvjpeg_decoder_none.cpp)
 endif()

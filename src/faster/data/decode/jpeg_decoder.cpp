@@ -96,6 +96,14 @@ const char* guess_non_jpeg(const uint8_t* d, size_t n) {
   return "not an image format we know";
 }
 
+bool jpeg_has_end_marker(const uint8_t* d, size_t n) {
+  // Some writers pad after EOI; a few bytes of slack keep those, a truncated file has none.
+  const size_t from = n > 64 ? n - 64 : 0;
+  for (size_t i = n; i-- > from + 1;)
+    if (d[i - 1] == 0xFF && d[i] == 0xD9) return true;
+  return false;
+}
+
 struct JpegDecoder::Impl {
   jpeg_decompress_struct cinfo;
   JpegErrorManager err;

@@ -76,4 +76,8 @@ class JpegDecoder {
 // Cheap sniffing for error messages: "PNG", "GIF", "empty", ... or "" if it looks like a JPEG.
 const char* guess_non_jpeg(const uint8_t* data, size_t size);
 
+// Whether the data ends with the JPEG end-of-image marker (within its last 64 bytes): a cheap
+// test that a file was not truncated, for decoders that would not say so themselves.
+bool jpeg_has_end_marker(const uint8_t* data, size_t size);
+
 }  // namespace faster::data

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "faster/core/error.h"
 #include "faster/core/log.h"
@@ -30,9 +31,35 @@ void validate(const LoaderOptions& o) {
   if (o.val_size > o.val_resize)
     FASTER_THROW("--val-size ", o.val_size, " is larger than --val-resize ", o.val_resize);
   if (o.ring < 0) FASTER_THROW("ring size must not be negative");
+  if (o.decode == DecodeOn::kNvjpeg) {
+    if (!o.device.is_cuda())
+      throw Error("--decode nvjpeg decodes on the GPU, but the device is " + o.device.str(),
+                  "use --device cuda, or --decode cpu");
+    if (!(o.cpu_share >= 0 && o.cpu_share <= 1))
+      FASTER_THROW("--cpu-share must be between 0 and 1 (got ", o.cpu_share, ")");
+    if (o.gpu_stages < 1) FASTER_THROW("GPU stages must be at least 1");
+  }
+}
+
+// Host batch buffers: enough for the workers to fill ahead while the consumer (and, with nvJPEG,
+// each GPU stage) holds one.
+int ring_slots(const LoaderOptions& o) {
+  if (o.ring > 0) return o.ring;
+  return o.decode == DecodeOn::kNvjpeg ? 4 + o.gpu_stages : 4;
+}
+
+// Positions of a batch spread evenly (golden-ratio sequence) to pick a share of them.
+bool in_share(int position, double share) {
+  return share > 0 && std::fmod((position + 0.5) * 0.6180339887498949, 1.0) < share;
 }
 
 }  // namespace
+
+DecodeOn parse_decode_on(const std::string& text) {
+  if (text == "cpu") return DecodeOn::kCpu;
+  if (text == "nvjpeg") return DecodeOn::kNvjpeg;
+  FASTER_THROW("--decode must be cpu or nvjpeg (got '", text, "')");
+}
 
 BadImagePolicy parse_bad_image_policy(const std::string& text) {
   if (text == "skip") return BadImagePolicy::kSkip;
@@ -48,14 +75,26 @@ struct ImageLoader::Worker {
   Sample sample;
 };
 
+// A GPU stage thread's tools: its nvJPEG decoder, and a CPU worker for the images nvJPEG refuses.
+struct ImageLoader::Stage {
+  Stage(torch::Device device, int batch, const JpegDecoderOptions& o)
+      : decoder(device, batch), cpu(o) {}
+  NvjpegDecoder decoder;
+  Worker cpu;
+  std::vector<GpuJpeg> jobs;
+  std::vector<int> refused, uploads;
+};
+
 ImageLoader::ImageLoader(std::shared_ptr<const Source> source, LoaderOptions options)
     : source_(std::move(source)),
       options_((validate(options), options)),
       sampler_(source_->size(), options.sampler),
-      copy_(options.device, options.ring > 0 ? options.ring : 4) {
-  const int slots = options_.ring > 0 ? options_.ring : 4;
+      copy_(options.device, ring_slots(options)) {
+  const int slots = ring_slots(options_);
   const int s = options_.train ? options_.size : options_.val_size;
-  const auto dtype = options_.output == OutputType::kUint8 ? torch::kUInt8 : torch::kFloat32;
+  // With nvJPEG the host ring only carries CPU-decoded images into the device batch: uint8.
+  const auto dtype =
+      options_.output == OutputType::kUint8 || gpu() ? torch::kUInt8 : torch::kFloat32;
   const auto host = torch::TensorOptions().pinned_memory(copy_.wants_pinned());
   const std::vector<int64_t> shape = options_.layout == Layout::kNCHW
                                          ? std::vector<int64_t>{options_.batch, 3, s, s}
@@ -65,9 +104,16 @@ ImageLoader::ImageLoader(std::shared_ptr<const Source> source, LoaderOptions opt
     slot.images = torch::empty(shape, host.dtype(dtype));
     slot.labels = torch::empty({options_.batch}, host.dtype(torch::kInt64));
     slot.indices.assign(options_.batch, -1);
+    if (gpu()) {
+      slot.jpeg.resize(options_.batch);
+      slot.gpu.resize(options_.batch);
+      slot.on_gpu.assign(options_.batch, 0);
+    }
   }
-  if (options_.device.is_cuda() && options_.output == OutputType::kUint8 &&
-      options_.normalize_on_device) {
+  // Float output from uint8 batches: normalized on the device (always so with nvJPEG).
+  const bool normalize =
+      options_.output == OutputType::kFloat ? gpu() : options_.normalize_on_device;
+  if (options_.device.is_cuda() && normalize) {
     const auto& n = options_.norm;
     auto shape3 = options_.layout == Layout::kNCHW ? std::vector<int64_t>{1, 3, 1, 1}
                                                    : std::vector<int64_t>{1, 1, 1, 3};
@@ -75,9 +121,22 @@ ImageLoader::ImageLoader(std::shared_ptr<const Source> source, LoaderOptions opt
         torch::tensor({n.mean[0], n.mean[1], n.mean[2]}).mul(255).view(shape3).to(options_.device);
     std_ = torch::tensor({n.std[0], n.std[1], n.std[2]}).mul(255).view(shape3).to(options_.device);
   }
+  if (gpu())
+    for (int i = 0; i < options_.gpu_stages; ++i)
+      stages_.push_back(std::make_unique<Stage>(options_.device, options_.batch, options_.decoder));
   for (int i = 0; i < options_.workers; ++i)
     workers_.push_back(std::make_unique<Worker>(options_.decoder));
   for (int i = 0; i < options_.workers; ++i) threads_.emplace_back([this, i] { worker_loop(i); });
+  for (int i = 0; i < static_cast<int>(stages_.size()); ++i)
+    stage_threads_.emplace_back([this, i] { stage_loop(i); });
+}
+
+std::string ImageLoader::describe_device() const {
+  std::string s = copy_.describe();
+  if (!stages_.empty())
+    s += "; decode: " + stages_[0]->decoder.describe() + ", " + std::to_string(stages_.size()) +
+         " GPU stage threads";
+  return s;
 }
 
 ImageLoader::~ImageLoader() {
@@ -91,8 +150,11 @@ void ImageLoader::stop_workers() {
   }
   work_cv_.notify_all();
   ready_cv_.notify_all();
+  stage_cv_.notify_all();
   for (auto& t : threads_) t.join();
+  for (auto& t : stage_threads_) t.join();
   threads_.clear();
+  stage_threads_.clear();
 }
 
 int64_t ImageLoader::batches_per_epoch() const {
@@ -122,10 +184,12 @@ void ImageLoader::start_epoch(int64_t epoch, bool reset_stats) {
   skipped_at_epoch_start_ = skipped_;
   next_task_ = released_ = consumed_ = 0;
   for (Slot& s : ring_) s.batch = -1;
+  ++serial_;
   error_.clear();
   if (reset_stats) reset_stats_locked();
   lock.unlock();
   work_cv_.notify_all();
+  stage_cv_.notify_all();
 }
 
 void ImageLoader::worker_loop(int id) {
@@ -144,28 +208,29 @@ void ImageLoader::worker_loop(int id) {
     if (slot.batch != b) {  // the first sample claimed of this batch prepares the slot
       slot.batch = b;
       slot.filled = 0;
+      slot.staged = false;
       slot.expected =
           static_cast<int>(std::min<int64_t>(options_.batch, total_tasks_ - b * options_.batch));
     }
     ++in_flight_;
     lock.unlock();
-    process(w, task);
+    process(w, slot, static_cast<int>(task % options_.batch), order_[task], gpu());
     lock.lock();
     --in_flight_;
-    if (++slot.filled == slot.expected) ready_cv_.notify_all();
+    if (++slot.filled == slot.expected) {
+      ready_cv_.notify_all();
+      stage_cv_.notify_all();
+    }
     if (in_flight_ == 0) idle_cv_.notify_all();
   }
 }
 
-void ImageLoader::process(Worker& w, int64_t task) {
-  const int64_t slots = static_cast<int64_t>(ring_.size());
-  Slot& slot = ring_[(task / options_.batch) % slots];
-  const int position = static_cast<int>(task % options_.batch);
+void ImageLoader::process(Worker& w, Slot& slot, int position, int64_t first, bool allow_gpu) {
   const int64_t n = source_->size();
   for (int k = 0; k <= kMaxReplacements; ++k) {
-    const int64_t index = (order_[task] + k) % n;
+    const int64_t index = (first + k) % n;
     // Only a sample's own failure is counted: a bad replacement is counted at its own position.
-    if (load_sample(w, index, epoch_, slot, position, /*count_bad=*/k == 0)) {
+    if (load_sample(w, index, epoch_, slot, position, /*count_bad=*/k == 0, allow_gpu)) {
       slot.indices[position] = index;
       slot.labels.data_ptr<int64_t>()[position] = w.sample.label;
       return;
@@ -175,13 +240,83 @@ void ImageLoader::process(Worker& w, int64_t task) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (error_.empty())
     error_ = "more than " + std::to_string(kMaxReplacements) + " bad images in a row after " +
-             source_->name(order_[task]) + ": is this a JPEG dataset?";
+             source_->name(first) + ": is this a JPEG dataset?";
   ready_cv_.notify_all();
+}
+
+// GPU stage thread `id` takes batches id, id + stages, ... of each epoch once their samples are all
+// in, and hands them to the consumer decoded, on the device.
+void ImageLoader::stage_loop(int id) {
+  Stage& st = *stages_[id];
+  const int64_t slots = static_cast<int64_t>(ring_.size());
+  const int64_t step = static_cast<int64_t>(stages_.size());
+  std::unique_lock<std::mutex> lock(mutex_);
+  int64_t serial = -1, b = id;
+  while (true) {
+    stage_cv_.wait(lock, [&] {
+      if (stop_ || serial != serial_) return true;
+      const Slot& s = ring_[b % slots];
+      return s.batch == b && s.filled == s.expected && !s.staged;
+    });
+    if (stop_) return;
+    if (serial != serial_) {
+      serial = serial_, b = id;
+      continue;
+    }
+    Slot& slot = ring_[b % slots];
+    ++in_flight_;
+    lock.unlock();
+    std::string failure;
+    try {
+      run_stage(st, slot);
+    } catch (const std::exception& e) {
+      failure = std::string("GPU decoding failed: ") + e.what();
+    }
+    lock.lock();
+    --in_flight_;
+    if (!failure.empty() && error_.empty()) error_ = failure;
+    slot.staged = true;
+    b += step;
+    ready_cv_.notify_all();
+    if (in_flight_ == 0) idle_cv_.notify_all();
+  }
+}
+
+void ImageLoader::run_stage(Stage& st, Slot& slot) {
+  const int64_t t0 = now_ns();
+  const int s = options_.train ? options_.size : options_.val_size;
+  st.jobs.clear();
+  st.uploads.clear();
+  for (int p = 0; p < slot.expected; ++p) {
+    if (!slot.on_gpu[p]) {
+      st.uploads.push_back(p);
+      continue;
+    }
+    GpuJpeg job = slot.gpu[p];
+    job.data = slot.jpeg[p].data();
+    job.size = slot.jpeg[p].size();
+    st.jobs.push_back(job);
+  }
+  torch::Tensor out = st.decoder.decode(st.jobs, slot.expected, s, options_.layout, st.refused);
+  // Refused images go through the CPU path, bad-image policy included (nvJPEG may have refused
+  // a corrupt one); they were counted as loaded once, at hand-over.
+  for (int k : st.refused) {
+    const int p = st.jobs[k].position;
+    bytes_ -= static_cast<int64_t>(st.jobs[k].size);
+    process(st.cpu, slot, p, slot.indices[p], /*allow_gpu=*/false);
+    st.uploads.push_back(p);
+  }
+  st.decoder.upload(slot.images, st.uploads, out);
+  slot.device_images = out;
+  gpu_ns_ += now_ns() - t0;
+  const int64_t done = static_cast<int64_t>(st.jobs.size() - st.refused.size());
+  gpu_images_ += done;
+  images_ += done;
 }
 
 // Reads, decodes and augments one sample into its place in the slot; false if the image is bad.
 bool ImageLoader::load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slot, int position,
-                              bool count_bad) {
+                              bool count_bad, bool allow_gpu) {
   const int s = options_.train ? options_.size : options_.val_size;
   try {
     const int64_t t0 = now_ns();
@@ -198,6 +333,22 @@ bool ImageLoader::load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slo
     } else {
       want = center_crop_region(info.width, info.height, options_.val_resize, options_.val_size);
     }
+    if (allow_gpu && !info.progressive && (info.components == 1 || info.components == 3) &&
+        !in_share(position, options_.cpu_share) &&
+        jpeg_has_end_marker(w.sample.bytes.data(), w.sample.bytes.size())) {
+      // The GPU stage decodes it: keep the bytes (swapped, so both buffers keep their capacity).
+      GpuJpeg& job = slot.gpu[position];
+      job.width = info.width, job.height = info.height;
+      job.region = want;
+      job.flip = flip;
+      job.position = position;
+      bytes_ += static_cast<int64_t>(w.sample.bytes.size());
+      std::swap(slot.jpeg[position], w.sample.bytes);
+      slot.on_gpu[position] = 1;
+      read_ns_ += t1 - t0, decode_ns_ += now_ns() - t1;
+      return true;
+    }
+    if (gpu()) slot.on_gpu[position] = 0;
     const Rect roi = enclosing_rect(want, info.width, info.height);
     const Decoded d = w.decoder.decode(roi, s, s, w.decoded);
     const int64_t t2 = now_ns();
@@ -207,7 +358,7 @@ bool ImageLoader::load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slo
     w.resized.reshape(s, s, 3);
     w.resampler.resample(w.decoded.view(), region, w.resized.mutable_view(), options_.filter);
     const int64_t per_image = int64_t{3} * s * s;
-    if (options_.output == OutputType::kUint8)
+    if (options_.output == OutputType::kUint8 || gpu())
       store_uint8(w.resized.view(), flip, options_.layout,
                   slot.images.data_ptr<uint8_t>() + position * per_image);
     else
@@ -253,7 +404,8 @@ std::optional<Batch> ImageLoader::next() {
   Slot& slot = ring_[b % slots];
   const auto t0 = std::chrono::steady_clock::now();
   ready_cv_.wait(lock, [&] {
-    return stop_ || !error_.empty() || (slot.batch == b && slot.filled == slot.expected);
+    return stop_ || !error_.empty() ||
+           (slot.batch == b && slot.filled == slot.expected && (!gpu() || slot.staged));
   });
   wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!error_.empty()) throw Error(error_);
@@ -268,8 +420,10 @@ std::optional<Batch> ImageLoader::next() {
   out.number = b;
   out.indices.assign(slot.indices.begin(), slot.indices.begin() + n);
   // Both copies go through DeviceCopy so the slot's event covers them before the slot is refilled.
-  out.images = copy_.copy(slot.images.narrow(0, 0, n), static_cast<int>(b % slots));
+  out.images = gpu() ? slot.device_images.narrow(0, 0, n)
+                     : copy_.copy(slot.images.narrow(0, 0, n), static_cast<int>(b % slots));
   out.labels = copy_.copy(slot.labels.narrow(0, 0, n), static_cast<int>(b % slots));
+  if (gpu()) NvjpegDecoder::record_use(out.images);  // made on a stage's stream, used on ours
   if (mean_.defined()) out.images = out.images.to(torch::kFloat32).sub_(mean_).div_(std_);
   copy_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   return out;
@@ -280,6 +434,7 @@ LoaderStats ImageLoader::stats() const {
   LoaderStats s;
   s.read_s = read_ns_ * 1e-9, s.decode_s = decode_ns_ * 1e-9, s.augment_s = augment_ns_ * 1e-9;
   s.copy_s = copy_s_, s.wait_s = wait_s_;
+  s.gpu_s = gpu_ns_ * 1e-9, s.gpu_images = gpu_images_;
   s.images = images_, s.bytes = bytes_, s.skipped = skipped_, s.decoded_pixels = pixels_;
   s.skipped_names = skipped_names_;
   return s;
@@ -292,6 +447,7 @@ void ImageLoader::reset_stats() {
 
 void ImageLoader::reset_stats_locked() {
   read_ns_ = decode_ns_ = augment_ns_ = bytes_ = images_ = skipped_ = pixels_ = 0;
+  gpu_ns_ = gpu_images_ = 0;
   copy_s_ = wait_s_ = 0;
   skipped_names_.clear();
 }

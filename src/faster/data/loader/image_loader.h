@@ -1,8 +1,12 @@
-// The CPU image pipeline: N worker threads, each with its own JPEG decoder and resampler scratch,
+// The image pipeline: N worker threads, each with its own JPEG decoder and resampler scratch,
 // read -> decode (region of interest, DCT-scaled) -> crop/resize/flip -> store straight into a
 // fixed ring of (pinned) host batch buffers; batches come out in order and are copied to the device
 // on a side stream.  Everything is allocated when the loader is built; steady state allocates
 // nothing.
+// With nvJPEG decoding, workers only read each file and parse its header; GPU stage threads (each
+// with its own NvjpegDecoder) decode whole batches on the GPU's JPEG engines and crop/resize/flip
+// them there.  Images the GPU does not take (progressive, CMYK, truncated, a share given to the
+// CPU) are decoded by the workers as above and uploaded into the same batch.
 #pragma once
 
 #include <torch/torch.h>
@@ -21,6 +25,7 @@
 #include "faster/data/augment/resample.h"
 #include "faster/data/augment/store.h"
 #include "faster/data/decode/jpeg_decoder.h"
+#include "faster/data/decode/nvjpeg_decoder.h"
 #include "faster/data/loader/device_copy.h"
 #include "faster/data/loader/sampler.h"
 #include "faster/data/sources/source.h"
@@ -28,6 +33,7 @@
 namespace faster::data {
 
 enum class BadImagePolicy { kSkip, kFail };
+enum class DecodeOn { kCpu, kNvjpeg };
 
 struct LoaderOptions {
   int batch = 256;
@@ -48,6 +54,13 @@ struct LoaderOptions {
   bool drop_last = false;
   JpegDecoderOptions decoder;
   torch::Device device = torch::kCPU;
+  // kNvjpeg: decode on the GPU (needs a CUDA device; output uint8 there, normalized unless told
+  // otherwise).  cpu_share: the fraction of GPU-decodable images the workers decode anyway, to use
+  // idle cores beside the GPU's JPEG engines.  gpu_stages: threads feeding the GPU, each with its
+  // own decoder, so one batch decodes while the next is prepared.
+  DecodeOn decode = DecodeOn::kCpu;
+  double cpu_share = 0.0;
+  int gpu_stages = 2;
 };
 
 struct Batch {
@@ -61,6 +74,9 @@ struct Batch {
 // consumer (copy: host->device and device normalize; wait: blocked waiting for workers).
 struct LoaderStats {
   double read_s = 0, decode_s = 0, augment_s = 0, copy_s = 0, wait_s = 0;
+  // nvJPEG: time the GPU stage threads spent on their batches (summed), and the images they did.
+  double gpu_s = 0;
+  int64_t gpu_images = 0;
   // skipped: bad images met at their own place in the epoch's order (each once per epoch), not
   // counting bad images tried again as replacements.
   int64_t images = 0, bytes = 0, skipped = 0, decoded_pixels = 0;
@@ -91,7 +107,7 @@ class ImageLoader {
   LoaderStats stats() const;
   void reset_stats();
   const LoaderOptions& options() const { return options_; }
-  std::string describe_device() const { return copy_.describe(); }
+  std::string describe_device() const;
   // Bytes of host batch memory, allocated once.
   int64_t ring_bytes() const;
 
@@ -101,13 +117,26 @@ class ImageLoader {
     int64_t batch = -1;
     int expected = 0, filled = 0;
     std::vector<int64_t> indices;
+    // nvJPEG: per position, the compressed bytes (swapped in from the worker, capacity kept) and,
+    // where the GPU is to decode it, what to do; the finished batch on the device.
+    std::vector<std::vector<uint8_t>> jpeg;
+    std::vector<GpuJpeg> gpu;
+    std::vector<uint8_t> on_gpu;
+    torch::Tensor device_images;
+    bool staged = false;
   };
   struct Worker;
+  struct Stage;
 
   void worker_loop(int id);
-  void process(Worker& w, int64_t task);
+  // Loads the sample at `position` of `slot`, starting from source index `first` and moving on to
+  // the next index while images are bad (skip policy).
+  void process(Worker& w, Slot& slot, int position, int64_t first, bool allow_gpu);
   bool load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slot, int position,
-                   bool count_bad);
+                   bool count_bad, bool allow_gpu);
+  void stage_loop(int id);
+  void run_stage(Stage& st, Slot& slot);
+  bool gpu() const { return options_.decode == DecodeOn::kNvjpeg; }
   void stop_workers();
   void reset_stats_locked();
   void wait_idle(std::unique_lock<std::mutex>& lock);
@@ -122,6 +151,7 @@ class ImageLoader {
   mutable std::mutex mutex_;
   std::condition_variable work_cv_, ready_cv_, idle_cv_;
   std::vector<int64_t> order_;  // this epoch's sample indices
+  int64_t serial_ = 0;  // start_epoch() count: stage threads restart their batch count on change
   int64_t epoch_ = -1, next_task_ = 0, total_tasks_ = 0, released_ = 0, consumed_ = 0;
   int in_flight_ = 0;
   bool stop_ = false, epoch_reported_ = false;
@@ -130,12 +160,16 @@ class ImageLoader {
 
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::thread> threads_;
+  std::vector<std::unique_ptr<Stage>> stages_;
+  std::vector<std::thread> stage_threads_;
+  std::condition_variable stage_cv_;
   std::atomic<int64_t> read_ns_{0}, decode_ns_{0}, augment_ns_{0}, bytes_{0}, images_{0},
-      skipped_{0}, pixels_{0};
+      skipped_{0}, pixels_{0}, gpu_ns_{0}, gpu_images_{0};
   double copy_s_ = 0, wait_s_ = 0;
   std::vector<std::string> skipped_names_;
 };
 
 BadImagePolicy parse_bad_image_policy(const std::string& text);
+DecodeOn parse_decode_on(const std::string& text);
 
 }  // namespace faster::data

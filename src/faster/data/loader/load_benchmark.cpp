@@ -29,7 +29,11 @@ std::string describe_transform(const LoaderOptions& o, bool normalized_on_device
     std::snprintf(buf, sizeof buf, "resize %d + center-crop %d", o.val_resize, o.val_size);
   std::string s = buf;
   s += std::string(", ") + to_string(o.output) + " " + to_string(o.layout);
-  if (o.output == OutputType::kFloat)
+  if (o.decode == DecodeOn::kNvjpeg)
+    s += o.output == OutputType::kFloat || normalized_on_device
+             ? " (decoded, resized and normalized on the GPU)"
+             : " (decoded and resized on the GPU)";
+  else if (o.output == OutputType::kFloat)
     s += " (normalized by workers)";
   else if (normalized_on_device)
     s += " (normalized on the GPU)";
@@ -69,6 +73,7 @@ LoadReport run_load_benchmark(const LoadBenchOptions& o) {
   ImageLoader loader(source, o.loader);
   r.device = loader.describe_device();
   r.workers = o.loader.workers, r.batch = o.loader.batch;
+  r.gpu_stages = o.loader.decode == DecodeOn::kNvjpeg ? o.loader.gpu_stages : 0;
   r.transform =
       describe_transform(o.loader, o.loader.device.is_cuda() && o.loader.normalize_on_device);
   const int64_t per_epoch = loader.batches_per_epoch();
@@ -103,9 +108,12 @@ LoadReport run_load_benchmark(const LoadBenchOptions& o) {
     const char* name;
     double rate;
   };
+  const double gpu_rate =
+      r.stats.gpu_s > 0 ? r.stats.gpu_images / (r.stats.gpu_s / o.loader.gpu_stages) : 0;
   const Stage stages[] = {{"read", r.stage_rate(r.stats.read_s, r.workers)},
                           {"decode", r.stage_rate(r.stats.decode_s, r.workers)},
                           {"augment", r.stage_rate(r.stats.augment_s, r.workers)},
+                          {"gpu", gpu_rate},
                           {"copy", r.stage_rate(r.stats.copy_s, 1)}};
   const Stage* slowest = &stages[0];
   for (const Stage& s : stages)
@@ -132,6 +140,11 @@ void print_load_report(const LoadReport& r, bool decode_only) {
               static_cast<long long>(r.batches), r.seconds);
   const auto& s = r.stats;
   const double n = std::max<int64_t>(1, s.images);
+  if (s.gpu_images > 0 || r.gpu_stages > 0)
+    std::printf(
+        "GPU decode: %lld of %lld images on the GPU (%d stage threads), the rest on the "
+        "CPU\n",
+        static_cast<long long>(s.gpu_images), static_cast<long long>(s.images), r.gpu_stages);
   std::printf("%-8s %12s %22s\n", "stage", "ms/img", "img/s (all workers)");
   const struct {
     const char* name;
@@ -144,6 +157,10 @@ void print_load_report(const LoadReport& r, bool decode_only) {
   for (const auto& row : rows)
     std::printf("%-8s %12.3f %22.0f\n", row.name, row.sec / n * 1e3,
                 r.stage_rate(row.sec, row.par));
+  if (s.gpu_images > 0)  // per GPU-decoded image; rate over the stage threads together
+    std::printf("%-8s %12.3f %22.0f   (nvJPEG decode + crop/resize, per batch incl. waits)\n",
+                "gpu", s.gpu_s / s.gpu_images * 1e3,
+                s.gpu_images / (s.gpu_s / std::max(1, r.gpu_stages)));
   std::printf("waiting for workers: %.2f s of %.2f s; bottleneck: %s\n", s.wait_s, r.seconds,
               r.bottleneck.c_str());
   std::printf("bad images skipped: %lld\n", static_cast<long long>(r.skipped));
@@ -171,7 +188,10 @@ nlohmann::json to_json(const LoadReport& r) {
             {"decode", s.decode_s},
             {"augment", s.augment_s},
             {"copy", s.copy_s},
-            {"wait", s.wait_s}}},
+            {"wait", s.wait_s},
+            {"gpu", s.gpu_s}}},
+          {"gpu_images", s.gpu_images},
+          {"gpu_stages", r.gpu_stages},
           {"bottleneck", r.bottleneck},
           {"cores", r.cores},
           {"decode_floor",

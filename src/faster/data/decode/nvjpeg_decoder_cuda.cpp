@@ -1,0 +1,240 @@
+// NvjpegDecoder with CUDA: nvJPEG's batched decoder on the hardware backend (the GPU's JPEG
+// engines), or its default backend where the GPU has none, into one reused device arena of RGB
+// images, then crop_resize_gpu into the batch, all on the decoder's own stream.
+//
+// nvJPEG facts this relies on: the handle is thread-safe but states and bitstream objects are not
+// (one decoder per thread owns all three); the batch size is re-initialized before every call; one
+// bad image fails a whole batched call, with no per-image status (the whole batch then goes back
+// to the CPU); the hardware decoder writes its outputs when called rather than in stream order,
+// so the arena must be idle at each call (decode() ends with a stream sync).
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime.h>
+#include <nvjpeg.h>
+
+#include <algorithm>
+
+#include "faster/core/error.h"
+#include "faster/data/augment/crop_resize_gpu.h"
+#include "faster/data/decode/nvjpeg_decoder.h"
+
+namespace faster::data {
+namespace {
+
+const char* status_name(nvjpegStatus_t s) {
+  switch (s) {
+    case NVJPEG_STATUS_SUCCESS:
+      return "success";
+    case NVJPEG_STATUS_NOT_INITIALIZED:
+      return "not initialized";
+    case NVJPEG_STATUS_INVALID_PARAMETER:
+      return "invalid parameter";
+    case NVJPEG_STATUS_BAD_JPEG:
+      return "bad JPEG";
+    case NVJPEG_STATUS_JPEG_NOT_SUPPORTED:
+      return "JPEG not supported";
+    case NVJPEG_STATUS_ALLOCATOR_FAILURE:
+      return "allocator failure";
+    case NVJPEG_STATUS_EXECUTION_FAILED:
+      return "execution failed";
+    case NVJPEG_STATUS_ARCH_MISMATCH:
+      return "no such decoder on this GPU";
+    case NVJPEG_STATUS_INTERNAL_ERROR:
+      return "internal error";
+    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED:
+      return "not implemented";
+    default:
+      return "error";
+  }
+}
+
+void check(nvjpegStatus_t s, const char* what) {
+  if (s != NVJPEG_STATUS_SUCCESS)
+    FASTER_THROW("nvJPEG ", what, " failed: ", status_name(s), " (", static_cast<int>(s), ")");
+}
+
+void check_cuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) FASTER_THROW("CUDA ", what, " failed: ", cudaGetErrorString(e));
+}
+
+constexpr size_t kAlign = 256;
+size_t aligned(size_t n) {
+  return (n + kAlign - 1) / kAlign * kAlign;
+}
+
+}  // namespace
+
+struct NvjpegDecoder::Impl {
+  torch::Device device;
+  c10::cuda::CUDAStream stream;
+  nvjpegHandle_t handle = nullptr;
+  nvjpegJpegState_t state = nullptr;
+  nvjpegJpegStream_t bitstream = nullptr;
+  bool hardware = false;
+  unsigned engines = 0, cores = 0;
+  torch::Tensor arena;  // decoded RGB images of the current batch (device, grows)
+  torch::Tensor crops;  // GpuCrop records (device, grows)
+  // Per call, kept for their capacity.
+  std::vector<const unsigned char*> data;
+  std::vector<size_t> lengths;
+  std::vector<nvjpegImage_t> images;
+  std::vector<size_t> offsets;
+  std::vector<int> taken;
+  std::vector<GpuCrop> host_crops;
+
+  Impl(torch::Device d)
+      : device(d), stream(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, d.index())) {}
+  ~Impl() {
+    if (bitstream) nvjpegJpegStreamDestroy(bitstream);
+    if (state) nvjpegJpegStateDestroy(state);
+    if (handle) nvjpegDestroy(handle);
+  }
+
+  // Grows `t` (device uint8) to at least `bytes`, on the decoder's stream (which is idle here).
+  void reserve(torch::Tensor& t, size_t bytes) {
+    if (t.defined() && static_cast<size_t>(t.numel()) >= bytes) return;
+    const size_t grown = std::max(bytes, t.defined() ? static_cast<size_t>(t.numel()) * 3 / 2 : 0);
+    t = torch::empty({static_cast<int64_t>(grown)},
+                     torch::TensorOptions().dtype(torch::kUInt8).device(device));
+  }
+};
+
+NvjpegDecoder::NvjpegDecoder(torch::Device device, int max_batch) {
+  if (!device.is_cuda())
+    FASTER_THROW("--decode nvjpeg needs a CUDA device (got ", device.str(), ")");
+  if (!torch::cuda::is_available()) FASTER_THROW("--decode nvjpeg: no CUDA GPU is visible");
+  if (device.index() < 0) device = torch::Device(torch::kCUDA, c10::cuda::current_device());
+  c10::cuda::CUDAGuard guard(device);
+  impl_ = std::make_unique<Impl>(device);
+  Impl& m = *impl_;
+  const nvjpegStatus_t hw =
+      nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, NVJPEG_FLAGS_DEFAULT, &m.handle);
+  if (hw == NVJPEG_STATUS_SUCCESS) {
+    m.hardware = true;
+    if (nvjpegGetHardwareDecoderInfo(m.handle, &m.engines, &m.cores) != NVJPEG_STATUS_SUCCESS)
+      m.engines = m.cores = 0;
+  } else {
+    m.handle = nullptr;
+    check(nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, NVJPEG_FLAGS_DEFAULT, &m.handle),
+          "create");
+  }
+  check(nvjpegJpegStateCreate(m.handle, &m.state), "state create");
+  check(nvjpegJpegStreamCreate(m.handle, &m.bitstream), "bitstream create");
+  if (m.hardware)  // a size hint for the hardware decoder's buffers; they still grow as needed
+    (void)nvjpegDecodeBatchedPreAllocate(m.handle, m.state, std::max(1, max_batch), 512, 512,
+                                         NVJPEG_CSS_444, NVJPEG_OUTPUT_RGBI);
+}
+
+NvjpegDecoder::~NvjpegDecoder() = default;
+
+bool NvjpegDecoder::hardware() const {
+  return impl_->hardware;
+}
+
+std::string NvjpegDecoder::describe() const {
+  const Impl& m = *impl_;
+  if (!m.hardware) return "nvJPEG CUDA decoder (this GPU has no hardware JPEG decoder)";
+  std::string s = "nvJPEG hardware decoder";
+  if (m.engines > 0)
+    s += " (" + std::to_string(m.engines) + " engines x " + std::to_string(m.cores) + " cores)";
+  return s;
+}
+
+torch::Tensor NvjpegDecoder::decode(const std::vector<GpuJpeg>& jobs, int batch, int size,
+                                    Layout layout, std::vector<int>& refused) {
+  Impl& m = *impl_;
+  c10::cuda::CUDAGuard guard(m.device);
+  c10::cuda::CUDAStreamGuard on_stream(m.stream);  // allocations below belong to this stream
+  const std::vector<int64_t> shape = layout == Layout::kNCHW
+                                         ? std::vector<int64_t>{batch, 3, size, size}
+                                         : std::vector<int64_t>{batch, size, size, 3};
+  torch::Tensor out =
+      torch::empty(shape, torch::TensorOptions().dtype(torch::kUInt8).device(m.device));
+  refused.clear();
+
+  // Which images nvJPEG takes (the header as nvJPEG reads it must agree with ours), and where each
+  // goes in the arena.
+  m.taken.clear(), m.offsets.clear();
+  size_t total = 0;
+  for (int i = 0; i < static_cast<int>(jobs.size()); ++i) {
+    const GpuJpeg& j = jobs[i];
+    bool ok =
+        nvjpegJpegStreamParseHeader(m.handle, j.data, j.size, m.bitstream) == NVJPEG_STATUS_SUCCESS;
+    unsigned w = 0, h = 0;
+    ok = ok && nvjpegJpegStreamGetFrameDimensions(m.bitstream, &w, &h) == NVJPEG_STATUS_SUCCESS &&
+         static_cast<int>(w) == j.width && static_cast<int>(h) == j.height;
+    int unsupported = 0;
+    if (ok && m.hardware)
+      ok = nvjpegDecodeBatchedSupported(m.handle, m.bitstream, &unsupported) ==
+               NVJPEG_STATUS_SUCCESS &&
+           unsupported == 0;
+    if (!ok) {
+      refused.push_back(i);
+      continue;
+    }
+    m.taken.push_back(i);
+    m.offsets.push_back(total);
+    total += aligned(static_cast<size_t>(j.width) * 3 * j.height);
+  }
+  const int n = static_cast<int>(m.taken.size());
+  if (n == 0) return out;
+
+  m.reserve(m.arena, total);
+  uint8_t* arena = m.arena.data_ptr<uint8_t>();
+  m.data.resize(n), m.lengths.resize(n), m.images.assign(n, nvjpegImage_t{});
+  m.host_crops.resize(n);
+  for (int k = 0; k < n; ++k) {
+    const GpuJpeg& j = jobs[m.taken[k]];
+    m.data[k] = j.data;
+    m.lengths[k] = j.size;
+    m.images[k].channel[0] = arena + m.offsets[k];
+    m.images[k].pitch[0] = static_cast<size_t>(j.width) * 3;
+    GpuCrop& c = m.host_crops[k];
+    c.src = arena + m.offsets[k];
+    c.width = j.width, c.height = j.height, c.pitch = j.width * 3;
+    c.x = static_cast<float>(j.region.x), c.y = static_cast<float>(j.region.y);
+    c.w = static_cast<float>(j.region.width), c.h = static_cast<float>(j.region.height);
+    c.flip = j.flip ? 1 : 0;
+    c.position = j.position;
+  }
+  cudaStream_t stream = m.stream.stream();
+  nvjpegStatus_t s = nvjpegDecodeBatchedInitialize(m.handle, m.state, n, 1, NVJPEG_OUTPUT_RGBI);
+  if (s == NVJPEG_STATUS_SUCCESS)
+    s = nvjpegDecodeBatched(m.handle, m.state, m.data.data(), m.lengths.data(), m.images.data(),
+                            stream);
+  if (s != NVJPEG_STATUS_SUCCESS) {  // no per-image status: the CPU redoes the whole batch
+    check_cuda(cudaStreamSynchronize(stream), "synchronize after a failed nvJPEG batch");
+    for (int i : m.taken) refused.push_back(i);
+    std::sort(refused.begin(), refused.end());
+    return out;
+  }
+  m.reserve(m.crops, sizeof(GpuCrop) * n);
+  auto* crops = reinterpret_cast<GpuCrop*>(m.crops.data_ptr<uint8_t>());
+  // From pageable memory: returns once staged, so host_crops may be reused right away.
+  check_cuda(cudaMemcpyAsync(crops, m.host_crops.data(), sizeof(GpuCrop) * n,
+                             cudaMemcpyHostToDevice, stream),
+             "copy of crop records");
+  crop_resize_gpu(crops, n, size, layout == Layout::kNCHW, out.data_ptr<uint8_t>(), stream);
+  check_cuda(cudaStreamSynchronize(stream), "nvJPEG decode and resize");
+  std::sort(refused.begin(), refused.end());
+  return out;
+}
+
+void NvjpegDecoder::upload(const torch::Tensor& host, const std::vector<int>& positions,
+                           torch::Tensor& out) {
+  if (positions.empty()) return;
+  Impl& m = *impl_;
+  c10::cuda::CUDAGuard guard(m.device);
+  c10::cuda::CUDAStreamGuard on_stream(m.stream);
+  for (int p : positions) out[p].copy_(host[p], /*non_blocking=*/true);
+  check_cuda(cudaStreamSynchronize(m.stream.stream()), "upload of CPU-decoded images");
+}
+
+void NvjpegDecoder::record_use(const torch::Tensor& t) {
+  if (t.defined() && t.is_cuda())
+    t.record_stream(c10::cuda::getCurrentCUDAStream(t.device().index()));
+}
+
+}  // namespace faster::data

@@ -1,0 +1,62 @@
+// Folder datasets generated at test time for the image loader tests (CPU and nvJPEG): a tree of
+// small photo-like JPEGs, and one with every bad input of the data issue beside unusual valid ones.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/jpeg_fixtures.h"
+#include "faster/data/sources/folder_source.h"
+#include "support/test_support.h"
+
+namespace faster::test {
+
+// classes x per_class small JPEGs of varied sizes; returns the source.
+inline std::shared_ptr<data::FolderSource> make_tree(const std::filesystem::path& root, int classes,
+                                                     int per_class) {
+  for (int c = 0; c < classes; ++c)
+    for (int i = 0; i < per_class; ++i) {
+      const auto bytes = make_jpeg(60 + 13 * i, 50 + 7 * c);
+      std::filesystem::create_directories(root / ("c" + std::to_string(c)));
+      write_file(root / ("c" + std::to_string(c)) / ("i" + std::to_string(i) + ".jpg"),
+                 std::string(bytes.begin(), bytes.end()));
+    }
+  return std::make_shared<data::FolderSource>(root, false);
+}
+
+// Every bad input of the issue in one tree, plus unusual but valid JPEGs that must decode.
+inline std::shared_ptr<data::FolderSource> make_bad_tree(const std::filesystem::path& root,
+                                                         int& bad) {
+  auto put = [&](const std::string& name, const std::vector<uint8_t>& bytes) {
+    std::filesystem::create_directories((root / name).parent_path());
+    write_file(root / name, std::string(bytes.begin(), bytes.end()));
+  };
+  data::JpegEncodeOptions prog, s444;
+  prog.progressive = true;
+  s444.subsampling = data::ChromaSubsampling::k444;
+  put("a/cmyk.jpg", make_jpeg(70, 50, 4));
+  put("a/gray.jpg", make_jpeg(70, 50, 1));
+  put("a/progressive.jpg", make_jpeg(70, 50, 3, prog));
+  put("a/s444.jpg", make_jpeg(70, 50, 3, s444));
+  put("a/s420.jpg", make_jpeg(70, 50));
+  auto full = make_jpeg(80, 60);
+  put("b/zero.JPEG", {});
+  put("b/truncated.JPEG", {full.begin(), full.begin() + full.size() / 2});
+  std::vector<uint8_t> random(3000);
+  for (size_t i = 0; i < random.size(); ++i) random[i] = static_cast<uint8_t>(i * 7919 % 251);
+  put("b/random.JPEG", random);
+  put("b/png.JPEG", {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R'});
+  auto bomb = make_jpeg(64, 64);
+  patch_dimensions(bomb, 60000, 60000);
+  put("b/bomb.JPEG", bomb);
+  std::filesystem::create_symlink(root / "missing.jpg", root / "b/unreadable.JPEG");
+  put("c/good1.jpg", make_jpeg(90, 70));
+  put("c/good2.jpg", make_jpeg(50, 90));
+  std::filesystem::create_directories(root / "d_empty");
+  bad = 6;
+  return std::make_shared<data::FolderSource>(root, false);
+}
+
+}  // namespace faster::test

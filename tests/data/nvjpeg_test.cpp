@@ -1,0 +1,193 @@
+// GPU decoding (CUDA builds, run on the GPU machine; skipped where no GPU is visible): the GPU
+// crop/resize against Resampler on identical pixels, nvJPEG against libjpeg-turbo, and the
+// loader with --decode nvjpeg against the CPU loader on the same seed, bad inputs included.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iterator>
+
+#include "data/image_trees.h"
+#include "data/jpeg_fixtures.h"
+#include "faster/core/error.h"
+#include "faster/data/augment/crop_resize_gpu.h"
+#include "faster/data/loader/image_loader.h"
+#include "support/test_support.h"
+
+namespace faster::data {
+namespace {
+
+#define SKIP_WITHOUT_GPU() \
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA GPU visible"
+
+// Image i of a [n, 3, s, s] uint8 batch (any device) as an HWC buffer.
+void to_hwc(const torch::Tensor& batch, int i, ImageBuffer& out) {
+  const auto t = batch[i].permute({1, 2, 0}).contiguous().cpu();
+  out.reshape(static_cast<int>(t.size(1)), static_cast<int>(t.size(0)), 3);
+  std::memcpy(out.data(), t.data_ptr<uint8_t>(), t.numel());
+}
+
+struct Case {
+  int width, height;
+  RegionF region;
+  bool flip;
+};
+
+const Case kCases[] = {
+    {160, 120, {0, 0, 160, 120}, false},         // whole image, 2.5x / 1.9x down
+    {160, 120, {17.5, 9.25, 61.0, 80.5}, true},  // fractional crop, flipped
+    {97, 203, {3, 150, 40, 30}, false},          // upscaling crop
+    {640, 480, {100, 40, 500, 420}, true},       // 7.8x down: wide support
+};
+
+// Same pixels in, the GPU kernel against Resampler + store_uint8: at most 1 level apart (float
+// summation order), in both layouts.
+TEST(GpuCropResize, MatchesResamplerOnTheSamePixels) {
+  SKIP_WITHOUT_GPU();
+  const int s = 64;
+  for (bool nchw : {true, false}) {
+    const int n = static_cast<int>(std::size(kCases));
+    std::vector<torch::Tensor> sources;
+    std::vector<GpuCrop> crops;
+    std::vector<std::vector<uint8_t>> want;
+    for (int i = 0; i < n; ++i) {
+      const Case& c = kCases[i];
+      ImageBuffer img, resized;
+      test::photo(c.width, c.height, img, i);
+      sources.push_back(
+          torch::from_blob(img.data(), {c.height, c.width, 3}, torch::kUInt8).to(torch::kCUDA));
+      GpuCrop g;
+      g.src = sources.back().data_ptr<uint8_t>();
+      g.width = c.width, g.height = c.height, g.pitch = 3 * c.width;
+      g.x = c.region.x, g.y = c.region.y, g.w = c.region.width, g.h = c.region.height;
+      g.flip = c.flip, g.position = i;
+      crops.push_back(g);
+      resized.reshape(s, s, 3);
+      Resampler().resample(img.view(), c.region, resized.mutable_view(), Filter::kAntialias);
+      want.emplace_back(3 * s * s);
+      store_uint8(resized.view(), c.flip, nchw ? Layout::kNCHW : Layout::kNHWC, want.back().data());
+    }
+    auto dev = torch::from_blob(crops.data(), {int64_t(sizeof(GpuCrop) * n)}, torch::kUInt8)
+                   .to(torch::kCUDA);
+    auto out =
+        torch::zeros({n, 3 * s * s}, torch::TensorOptions(torch::kUInt8).device(torch::kCUDA));
+    crop_resize_gpu(reinterpret_cast<const GpuCrop*>(dev.data_ptr<uint8_t>()), n, s, nchw,
+                    out.data_ptr<uint8_t>(), nullptr);
+    const auto got = out.cpu();
+    for (int i = 0; i < n; ++i) {
+      const uint8_t* g = got[i].data_ptr<uint8_t>();
+      int worst = 0;
+      for (int k = 0; k < 3 * s * s; ++k) worst = std::max(worst, std::abs(g[k] - want[i][k]));
+      EXPECT_LE(worst, 1) << "case " << i << " nchw " << nchw;
+    }
+  }
+}
+
+// nvJPEG + GPU resize against libjpeg-turbo + Resampler: different IDCTs and chroma upsampling,
+// so not equal; PSNR at least 30 dB per image (measured values are printed).
+TEST(NvjpegDecoder, CloseToTheCpuPipeline) {
+  SKIP_WITHOUT_GPU();
+  const int s = 64;
+  JpegEncodeOptions s444;
+  s444.subsampling = ChromaSubsampling::k444;
+  std::vector<std::vector<uint8_t>> files = {
+      test::make_jpeg(160, 120), test::make_jpeg(160, 120, 3, s444), test::make_jpeg(97, 203, 1),
+      test::make_jpeg(640, 480)};
+  NvjpegDecoder dec(torch::kCUDA, 8);
+  std::printf("decoder: %s\n", dec.describe().c_str());
+  std::vector<GpuJpeg> jobs;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const Case& c = kCases[i];
+    GpuJpeg j;
+    j.data = files[i].data(), j.size = files[i].size();
+    j.width = c.width, j.height = c.height, j.region = c.region, j.flip = c.flip;
+    j.position = static_cast<int>(i);
+    jobs.push_back(j);
+  }
+  std::vector<int> refused;
+  const auto out = dec.decode(jobs, static_cast<int>(jobs.size()), s, Layout::kNCHW, refused);
+  EXPECT_TRUE(refused.empty());
+  for (size_t i = 0; i < files.size(); ++i) {
+    const Case& c = kCases[i];
+    ImageBuffer full, resized, got;
+    JpegDecoder().decode_all(files[i].data(), files[i].size(), full);
+    resized.reshape(s, s, 3);
+    Resampler().resample(full.view(), c.region, resized.mutable_view(), Filter::kAntialias);
+    std::vector<uint8_t> chw(3 * s * s);
+    store_uint8(resized.view(), c.flip, Layout::kNCHW, chw.data());
+    const auto want = torch::from_blob(chw.data(), {1, 3, s, s}, torch::kUInt8);
+    ImageBuffer a, b;
+    to_hwc(want, 0, a);
+    to_hwc(out, static_cast<int>(i), b);
+    const double p = test::psnr(a.view(), b.view());
+    std::printf("image %zu: PSNR %.1f dB, max diff %d\n", i, p,
+                test::max_abs_diff(a.view(), b.view()));
+    EXPECT_GE(p, 30.0) << "image " << i;
+  }
+  // A progressive file is refused (the CPU decodes it), the others still decode.
+  JpegEncodeOptions prog;
+  prog.progressive = true;
+  files.push_back(test::make_jpeg(160, 120, 3, prog));
+  GpuJpeg j = jobs[0];
+  j.data = files.back().data(), j.size = files.back().size(), j.position = 4;
+  jobs.push_back(j);
+  dec.decode(jobs, 5, s, Layout::kNHWC, refused);
+  if (dec.hardware()) EXPECT_EQ(refused, std::vector<int>{4});
+}
+
+LoaderOptions small(DecodeOn decode) {
+  LoaderOptions o;
+  o.batch = 5, o.workers = 2, o.size = 32, o.val_resize = 40, o.val_size = 32;
+  o.device = torch::Device(torch::kCUDA, 0);
+  o.decode = decode;
+  o.normalize_on_device = false;
+  return o;
+}
+
+// Same seed, same crops: the nvJPEG loader delivers the same samples, labels and skips as the CPU
+// loader, and images within 30 dB PSNR, on a tree with every bad input and unusual valid files.
+TEST(NvjpegLoader, AgreesWithTheCpuLoader) {
+  SKIP_WITHOUT_GPU();
+  test::TempDir t;
+  int bad;
+  test::make_bad_tree(t.path(), bad);
+  auto src = test::make_tree(t.path(), 2, 6);  // classes c0, c1 beside the bad tree's a..d
+  for (bool train : {true, false}) {
+    LoaderOptions oc = small(DecodeOn::kCpu), og = small(DecodeOn::kNvjpeg);
+    oc.train = og.train = train;
+    og.cpu_share = train ? 0.3 : 0.0;
+    ImageLoader cpu(src, oc), gpu(src, og);
+    for (int e = 0; e < 2; ++e) {
+      cpu.start_epoch(e), gpu.start_epoch(e);
+      int batches = 0;
+      while (auto a = cpu.next()) {
+        auto b = gpu.next();
+        ASSERT_TRUE(b.has_value());
+        ASSERT_EQ(a->indices, b->indices);
+        EXPECT_TRUE(torch::equal(a->labels.cpu(), b->labels.cpu()));
+        for (int i = 0; i < a->images.size(0); ++i) {
+          ImageBuffer x, y;
+          to_hwc(a->images, i, x);
+          to_hwc(b->images, i, y);
+          EXPECT_GE(test::psnr(x.view(), y.view()), 30.0) << src->name(a->indices[i]);
+        }
+        ++batches;
+      }
+      EXPECT_FALSE(gpu.next().has_value());
+      EXPECT_GT(batches, 0);
+    }
+    EXPECT_EQ(cpu.stats().skipped, gpu.stats().skipped);
+    EXPECT_EQ(cpu.stats().images, gpu.stats().images);
+    EXPECT_GT(gpu.stats().gpu_images, 0);
+  }
+}
+
+TEST(NvjpegLoader, NeedsACudaDevice) {
+  test::TempDir t;
+  auto src = test::make_tree(t.path(), 1, 2);
+  LoaderOptions o = small(DecodeOn::kNvjpeg);
+  o.device = torch::kCPU;
+  EXPECT_THROW(ImageLoader loader(src, o), Error);
+}
+
+}  // namespace
+}  // namespace faster::data
