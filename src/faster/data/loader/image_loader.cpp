@@ -37,7 +37,8 @@ void validate(const LoaderOptions& o) {
                   "use --device cuda, or --decode cpu");
     if (!(o.cpu_share >= 0 && o.cpu_share <= 1))
       FASTER_THROW("--cpu-share must be between 0 and 1 (got ", o.cpu_share, ")");
-    if (o.gpu_stages < 1) FASTER_THROW("GPU stages must be at least 1");
+    if (o.gpu_stages < 1)
+      FASTER_THROW("--nvjpeg-threads must be at least 1 (got ", o.gpu_stages, ")");
   }
 }
 
