@@ -40,6 +40,7 @@ TEST(Cli, BadFlagsAndValues) {
   expect_one_line_error("train --blocks 3,a,2", "--blocks");
   expect_one_line_error("train --device tpu", "--device");
   expect_one_line_error("train --momentum 1.5", "--momentum");
+  expect_one_line_error("train --device cpu --cudnn-benchmark-limit -1", "--cudnn-benchmark-limit");
   expect_one_line_error("frobnicate", "unknown command 'frobnicate'");
 }
 

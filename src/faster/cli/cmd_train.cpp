@@ -62,6 +62,10 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
       ->capture_default_str();
   cmd->add_flag("--cudnn-benchmark", o.cudnn_benchmark,
                 "Let cuDNN time its algorithms for each new input shape (cudnn.benchmark)");
+  cmd->add_option("--cudnn-benchmark-limit", o.cudnn_benchmark_limit,
+                  "With --cudnn-benchmark: how many algorithms cuDNN times per shape (fewer: "
+                  "cheaper first steps, maybe slower later ones; 0: all)")
+      ->capture_default_str();
   cmd->add_flag("--amp", f.amp, "Mixed precision: autocast the forward pass (see --amp-dtype)");
   f.amp_dtype_flag = cmd->add_option("--amp-dtype", f.amp_dtype,
                   "fp16 (with a dynamic grad scaler that skips steps with inf/NaN gradients) or "

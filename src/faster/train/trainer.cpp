@@ -72,6 +72,9 @@ void validate(const TrainOptions& o) {
   if (o.sgd.nesterov && o.sgd.momentum == 0) FASTER_THROW("--nesterov needs a non-zero --momentum");
   if (o.loader != "host" && o.loader != "device")
     FASTER_THROW("--loader must be host or device (got '", o.loader, "')");
+  if (o.cudnn_benchmark_limit < 0)
+    FASTER_THROW("--cudnn-benchmark-limit must be 0 (all) or more (got ", o.cudnn_benchmark_limit,
+                 ")");
   if (o.last_batch != "keep" && o.last_batch != "drop")
     FASTER_THROW("--last-batch must be keep or drop (got '", o.last_batch, "')");
   if (o.parallel != "none" && o.parallel != "dp" && o.parallel != "ddp")
@@ -115,6 +118,7 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"filters", o.filters},
           {"seed", o.seed},
           {"cudnn_benchmark", o.cudnn_benchmark},
+          {"cudnn_benchmark_limit", o.cudnn_benchmark_limit},
           {"precision", precision_name(o.precision)},
           {"channels_last", o.channels_last},
           {"loader", o.loader},
@@ -366,6 +370,7 @@ TrainReport train(const TrainOptions& o, const std::function<void(const EpochSta
                  dataset.train.height, "x", dataset.train.width);
   torch::manual_seed(o.seed);
   at::globalContext().setBenchmarkCuDNN(o.cudnn_benchmark);
+  at::globalContext().setBenchmarkLimitCuDNN(o.cudnn_benchmark_limit);
   models::ThinNet model(mo);
   model->to(device);
   if (o.channels_last) to_channels_last(*model);

@@ -23,6 +23,9 @@ struct TrainOptions {
   std::vector<int> filters{32, 64, 128};
   uint64_t seed = 0;
   bool cudnn_benchmark = false;
+  // Algorithms cuDNN times per new shape under cudnn_benchmark (torch.backends.cudnn
+  // .benchmark_limit; 10 is PyTorch's default, 0 tries them all).
+  int cudnn_benchmark_limit = 10;
   Precision precision = Precision::kFloat32;  // --amp picks fp16 (with grad scaler) or bf16
   bool channels_last = false;
   std::string loader = "host";  // host | device
