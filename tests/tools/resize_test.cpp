@@ -189,6 +189,19 @@ TEST(Resize, BadImagesAreReportedSkippedOrCopiedAndSetTheExitCode) {
       << copied.output;
   EXPECT_EQ(read_file(t.tmp / "dst2/train/cat/truncated.JPEG"), truncated);
   EXPECT_NE(read_file(t.tmp / "bad.tsv").find("\tcopied\n"), std::string::npos);
+  // A re-run finds the copies up to date but still reports them (the empty file, whose copy is
+  // never up to date, is tried and copied again).
+  const RunResult again =
+      run_faster("resize --src " + quoted(t.src) + " --dst " + quoted(t.tmp / "dst2") +
+                 " --max-size 96 --copy-bad " + "--report " + quoted(t.tmp / "bad.tsv"));
+  EXPECT_EQ(again.exit_code, 3) << again.output;
+  EXPECT_NE(again.output.find("0 downscaled, 0 copied, 6 up to date, 3 bad"), std::string::npos)
+      << again.output;
+  const std::string rereport = read_file(t.tmp / "bad.tsv");
+  EXPECT_NE(rereport.find("train/cat/truncated.JPEG\t"), std::string::npos) << rereport;
+  EXPECT_NE(rereport.find("train/dog/png.JPEG\tnot a JPEG: a PNG image\tcopied"),
+            std::string::npos)
+      << rereport;
   EXPECT_NE(run_faster("resize --help").output.find("Exit codes: 0"), std::string::npos);
 }
 

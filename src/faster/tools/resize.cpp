@@ -10,8 +10,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <fstream>
 #include <mutex>
 #include <optional>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -89,11 +91,27 @@ void prepare_destination(const ResizeOptions& o, const TreeListing& tree) {
   }
 }
 
-void write_report(const fs::path& path, const std::vector<BadImage>& bad, bool copy_bad) {
+void write_report(const fs::path& path, const std::vector<BadImage>& bad) {
   std::string text = "path\treason\taction\n";
   for (const auto& b : bad)
-    text += b.path + "\t" + b.reason + "\t" + (copy_bad ? "copied\n" : "skipped\n");
+    text += b.path + "\t" + b.reason + "\t" + (b.copied ? "copied\n" : "skipped\n");
   write_file_atomic(path, text);
+}
+
+// The bad images an earlier run copied unchanged, from its report (path -> reason).  Their copies
+// look up to date (same bytes as the source), so without this a re-run would drop them from the
+// report and the count.
+std::unordered_map<std::string, std::string> copied_bad_images(const fs::path& report) {
+  std::unordered_map<std::string, std::string> copied;
+  std::ifstream in(report);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t a = line.find('\t'), b = line.rfind('\t');
+    if (a == std::string::npos || b == a || line.compare(b + 1, std::string::npos, "copied") != 0)
+      continue;
+    copied.emplace(line.substr(0, a), line.substr(a + 1, b - a - 1));
+  }
+  return copied;
 }
 
 // Per-thread state: each worker owns its codec objects and buffers, reused image after image.
@@ -107,23 +125,29 @@ struct Tally {
   std::mutex bad_mutex;
   std::vector<BadImage> bad;
 
-  void add_bad(const std::string& path, const std::string& reason) {
+  std::unordered_map<std::string, std::string> copied_earlier;  // read before the workers start
+
+  void add_bad(const std::string& path, const std::string& reason, bool copied) {
     std::lock_guard<std::mutex> lock(bad_mutex);
     if (bad.size() < kBadImagesLogged) log::warn("bad image ", path, ": ", reason);
-    bad.push_back({path, reason});
+    bad.push_back({path, reason, copied});
   }
 };
 
 void resize_one(const ResizeOptions& o, const std::string& rel, Worker& w, Tally& t) {
   const fs::path src = o.src / rel, dst = o.dst / rel;
   if (output_up_to_date(src, dst)) {
-    ++t.up_to_date;
+    const auto earlier = t.copied_earlier.find(rel);
+    if (earlier == t.copied_earlier.end())
+      ++t.up_to_date;
+    else  // still the bad image an earlier run copied: reported again, not redone
+      t.add_bad(rel, earlier->second, /*copied=*/true);
     return;
   }
   try {
     read_whole_file(src, w.in);
   } catch (const Error& e) {  // unreadable: nothing to copy either
-    t.add_bad(rel, e.what());
+    t.add_bad(rel, e.what(), /*copied=*/false);
     return;
   }
   DownscaleResult result = DownscaleResult::kKeep;
@@ -133,7 +157,7 @@ void resize_one(const ResizeOptions& o, const std::string& rel, Worker& w, Tally
     encode.quality = o.quality;
     result = w.downscaler.run(w.in.data(), w.in.size(), o.max_size, encode, w.out);
   } catch (const Error& e) {
-    t.add_bad(rel, e.what());
+    t.add_bad(rel, e.what(), o.copy_bad);
     if (!o.copy_bad) return;
     bad = true;  // copied unchanged, counted as bad only
   }
@@ -170,6 +194,8 @@ ResizeSummary resize_tree(const ResizeOptions& o) {
   prepare_destination(o, tree);
 
   Tally tally;
+  const fs::path report = o.report.empty() ? o.dst / kResizeReport : o.report;
+  tally.copied_earlier = copied_bad_images(report);
   const int64_t n = static_cast<int64_t>(tree.files.size());
   std::vector<Worker> workers(static_cast<size_t>(std::clamp<int64_t>(
       o.workers > 0 ? o.workers : default_workers(), 1, std::max<int64_t>(n, 1))));
@@ -192,8 +218,8 @@ ResizeSummary resize_tree(const ResizeOptions& o) {
   s.bad_images = std::move(tally.bad);
   std::sort(s.bad_images.begin(), s.bad_images.end(),
             [](const BadImage& a, const BadImage& b) { return a.path < b.path; });
-  s.report = o.report.empty() ? o.dst / kResizeReport : o.report;
-  write_report(s.report, s.bad_images, o.copy_bad);
+  s.report = report;
+  write_report(s.report, s.bad_images);
   s.seconds = timer.seconds();
   return s;
 }

@@ -23,6 +23,7 @@ struct ResizeOptions {
 struct BadImage {
   std::string path;  // relative to the source root
   std::string reason;
+  bool copied = false;  // copied unchanged into the destination (--copy-bad, now or by a past run)
 };
 
 struct ResizeSummary {
