@@ -58,8 +58,20 @@ int64_t run_batches(ImageLoader& loader, int64_t count, int64_t& epoch, Progress
 
 }  // namespace
 
-double LoadReport::stage_rate(double stage_seconds, int parallel) const {
-  return stage_seconds > 0 ? stats.images / (stage_seconds / parallel) : 0;
+std::vector<LoadReport::StageRow> LoadReport::stage_rows() const {
+  const auto row = [](const char* name, double seconds, int64_t images, int parallel) {
+    return StageRow{name, seconds / std::max<int64_t>(1, images) * 1e3,
+                    seconds > 0 ? images / (seconds / std::max(1, parallel)) : 0};
+  };
+  const LoaderStats& s = stats;
+  std::vector<StageRow> rows = {
+      row("read", s.read_s, s.images, workers), row("decode", s.decode_s, s.images, workers),
+      row("augment", s.augment_s, s.images, workers), row("copy", s.copy_s, s.images, 1)};
+  if (s.gpu_images > 0) {
+    rows.push_back(row("gpu", s.gpu_s, s.gpu_images, gpu_stages));
+    rows.back().note = "   (nvJPEG decode + crop/resize, per batch incl. waits)";
+  }
+  return rows;
 }
 
 LoadReport run_load_benchmark(const LoadBenchOptions& o) {
@@ -104,19 +116,9 @@ LoadReport run_load_benchmark(const LoadBenchOptions& o) {
   r.stats = loader.stats();
   r.images = r.stats.images, r.bytes = r.stats.bytes, r.skipped = r.stats.skipped;
 
-  struct Stage {
-    const char* name;
-    double rate;
-  };
-  const double gpu_rate =
-      r.stats.gpu_s > 0 ? r.stats.gpu_images / (r.stats.gpu_s / o.loader.gpu_stages) : 0;
-  const Stage stages[] = {{"read", r.stage_rate(r.stats.read_s, r.workers)},
-                          {"decode", r.stage_rate(r.stats.decode_s, r.workers)},
-                          {"augment", r.stage_rate(r.stats.augment_s, r.workers)},
-                          {"gpu", gpu_rate},
-                          {"copy", r.stage_rate(r.stats.copy_s, 1)}};
-  const Stage* slowest = &stages[0];
-  for (const Stage& s : stages)
+  const auto stages = r.stage_rows();
+  const LoadReport::StageRow* slowest = &stages[0];
+  for (const auto& s : stages)
     if (s.rate > 0 && (slowest->rate <= 0 || s.rate < slowest->rate)) slowest = &s;
   r.bottleneck = slowest->name;
   return r;
@@ -139,28 +141,14 @@ void print_load_report(const LoadReport& r, bool decode_only) {
               r.images_per_s(), r.mb_per_s(), static_cast<long long>(r.images),
               static_cast<long long>(r.batches), r.seconds);
   const auto& s = r.stats;
-  const double n = std::max<int64_t>(1, s.images);
   if (s.gpu_images > 0 || r.gpu_stages > 0)
     std::printf(
         "GPU decode: %lld of %lld images on the GPU (%d stage threads), the rest on the "
         "CPU\n",
         static_cast<long long>(s.gpu_images), static_cast<long long>(s.images), r.gpu_stages);
   std::printf("%-8s %12s %22s\n", "stage", "ms/img", "img/s (all workers)");
-  const struct {
-    const char* name;
-    double sec;
-    int par;
-  } rows[] = {{"read", s.read_s, r.workers},
-              {"decode", s.decode_s, r.workers},
-              {"augment", s.augment_s, r.workers},
-              {"copy", s.copy_s, 1}};
-  for (const auto& row : rows)
-    std::printf("%-8s %12.3f %22.0f\n", row.name, row.sec / n * 1e3,
-                r.stage_rate(row.sec, row.par));
-  if (s.gpu_images > 0)  // per GPU-decoded image; rate over the stage threads together
-    std::printf("%-8s %12.3f %22.0f   (nvJPEG decode + crop/resize, per batch incl. waits)\n",
-                "gpu", s.gpu_s / s.gpu_images * 1e3,
-                s.gpu_images / (s.gpu_s / std::max(1, r.gpu_stages)));
+  for (const auto& row : r.stage_rows())
+    std::printf("%-8s %12.3f %22.0f%s\n", row.name, row.ms_per_image, row.rate, row.note);
   std::printf("waiting for workers: %.2f s of %.2f s; bottleneck: %s\n", s.wait_s, r.seconds,
               r.bottleneck.c_str());
   std::printf("bad images skipped: %lld\n", static_cast<long long>(r.skipped));

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "faster/data/decode/decode_floor.h"
 #include "faster/data/loader/image_loader.h"
@@ -37,8 +38,15 @@ struct LoadReport {
 
   double images_per_s() const { return seconds > 0 ? images / seconds : 0; }
   double mb_per_s() const { return seconds > 0 ? bytes / seconds / 1e6 : 0; }
-  // What one stage could sustain if all workers did only it (img/s).
-  double stage_rate(double stage_seconds, int parallel) const;
+  struct StageRow {
+    const char* name;
+    double ms_per_image;  // per image the stage handled
+    double rate;          // img/s the stage sustains with its threads (0: no time measured)
+    const char* note = "";
+  };
+  // read, decode, augment (the workers), copy (the consumer), then gpu (the stage threads, only
+  // when it decoded any): the report's table and the bottleneck both come from these.
+  std::vector<StageRow> stage_rows() const;
 };
 
 LoadReport run_load_benchmark(const LoadBenchOptions& options);
