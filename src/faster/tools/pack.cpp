@@ -259,8 +259,7 @@ PackSummary pack_folder(const PackOptions& o) {
   PackSummary s;
   s.files = source.size();
   s.classes = static_cast<int64_t>(source.classes().size());
-  const int workers = static_cast<int>(std::clamp<int64_t>(
-      o.workers > 0 ? o.workers : default_workers(), 1, std::max<int64_t>(s.files, 1)));
+  const int workers = worker_count(o.workers, s.files);
   write_all(o, source, workers, writer, s);
   s.bad = static_cast<int64_t>(s.bad_images.size());
   s.packed = s.files - s.bad;

@@ -109,7 +109,7 @@ VerifyReport verify_database(const fs::path& db, int workers, bool progress) {
     f.add(detail::concat("metadata says ", meta->count, " records, the database holds ", r.records),
           false);
 
-  workers = workers > 0 ? workers : default_workers();
+  workers = worker_count(workers, r.records);
   std::vector<data::JpegDecoder> decoders(static_cast<size_t>(workers));
   std::vector<data::ImageBuffer> images(static_cast<size_t>(workers));
   std::optional<Progress> bar;

@@ -17,6 +17,13 @@ inline int default_workers() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+// The threads a tool runs for `items` items: what the user asked (0: every core), at least one,
+// never more than there are items.
+inline int worker_count(int requested, int64_t items) {
+  return static_cast<int>(std::clamp<int64_t>(requested > 0 ? requested : default_workers(), 1,
+                                              std::max<int64_t>(items, 1)));
+}
+
 // Calls fn(worker, index) for every index in [0, count), worker in [0, workers).  When a call
 // throws, the others finish the item they are on, take no new one, and the first exception is
 // rethrown here after every thread has joined.

@@ -197,8 +197,7 @@ ResizeSummary resize_tree(const ResizeOptions& o) {
   const fs::path report = o.report.empty() ? o.dst / kResizeReport : o.report;
   tally.copied_earlier = copied_bad_images(report);
   const int64_t n = static_cast<int64_t>(tree.files.size());
-  std::vector<Worker> workers(static_cast<size_t>(std::clamp<int64_t>(
-      o.workers > 0 ? o.workers : default_workers(), 1, std::max<int64_t>(n, 1))));
+  std::vector<Worker> workers(static_cast<size_t>(worker_count(o.workers, n)));
   {
     std::optional<Progress> progress;
     if (o.progress) progress.emplace("resize", n, "img");
