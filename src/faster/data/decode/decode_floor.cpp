@@ -2,9 +2,9 @@
 #include "faster/data/decode/decode_floor.h"
 
 #include <algorithm>
-#include <chrono>
 #include <vector>
 
+#include "faster/core/timer.h"
 #include "faster/data/decode/jpeg_decoder.h"
 
 namespace faster::data {
@@ -25,7 +25,7 @@ DecodeFloor measure_decode_floor(const Source& source, int samples) {
   DecodeFloor floor;
   for (int pass = 0; pass < 2; ++pass) {  // the first pass warms caches and the buffer up
     floor = {};
-    const auto t0 = std::chrono::steady_clock::now();
+    const Timer timer;
     for (const Sample& s : files) {
       try {
         decoder.decode_all(s.bytes.data(), s.bytes.size(), out);
@@ -35,7 +35,7 @@ DecodeFloor measure_decode_floor(const Source& source, int samples) {
         // bad files do not count
       }
     }
-    floor.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    floor.seconds = timer.seconds();
   }
   return floor;
 }

@@ -9,6 +9,7 @@
 
 #include "faster/core/error.h"
 #include "faster/core/log.h"
+#include "faster/core/timer.h"
 
 namespace faster::data {
 namespace {
@@ -300,7 +301,7 @@ void ImageLoader::run_stage(Stage& st, Slot& slot) {
   }
   torch::Tensor out = st.decoder.decode(st.jobs, slot.expected, s, options_.layout, st.refused);
   // Refused images go through the CPU path, bad-image policy included (nvJPEG may have refused
-  // a corrupt one); they were counted as loaded once, at hand-over.
+  // a corrupt one), which counts their bytes again: take back the count made at hand-over.
   for (int k : st.refused) {
     const int p = st.jobs[k].position;
     bytes_ -= static_cast<int64_t>(st.jobs[k].size);
@@ -403,30 +404,31 @@ std::optional<Batch> ImageLoader::next() {
   }
   const int64_t b = consumed_;
   Slot& slot = ring_[b % slots];
-  const auto t0 = std::chrono::steady_clock::now();
+  const Timer waiting;
   ready_cv_.wait(lock, [&] {
     return stop_ || !error_.empty() ||
            (slot.batch == b && slot.filled == slot.expected && (!gpu() || slot.staged));
   });
-  wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  wait_s_ += waiting.seconds();
   if (!error_.empty()) throw Error(error_);
   if (stop_) FASTER_THROW("image loader stopped");
   ++consumed_;
   const int n = slot.expected;
   lock.unlock();
 
-  const auto t1 = std::chrono::steady_clock::now();
+  const Timer copying;
   Batch out;
   out.epoch = epoch_;
   out.number = b;
   out.indices.assign(slot.indices.begin(), slot.indices.begin() + n);
-  // Both copies go through DeviceCopy so the slot's event covers them before the slot is refilled.
+  // Host copies go through DeviceCopy so the slot's event covers them before the slot is refilled
+  // (with nvJPEG the images are on the device already).
   out.images = gpu() ? slot.device_images.narrow(0, 0, n)
                      : copy_.copy(slot.images.narrow(0, 0, n), static_cast<int>(b % slots));
   out.labels = copy_.copy(slot.labels.narrow(0, 0, n), static_cast<int>(b % slots));
   if (gpu()) NvjpegDecoder::record_use(out.images);  // made on a stage's stream, used on ours
   if (mean_.defined()) out.images = out.images.to(torch::kFloat32).sub_(mean_).div_(std_);
-  copy_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  copy_s_ += copying.seconds();
   return out;
 }
 
