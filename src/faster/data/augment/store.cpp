@@ -18,6 +18,11 @@ void for_each_pixel(const ImageView& src, bool flip, Put put) {
 
 }  // namespace
 
+std::vector<int64_t> batch_shape(Layout layout, int64_t n, int64_t side) {
+  if (layout == Layout::kNCHW) return {n, 3, side, side};
+  return {n, side, side, 3};
+}
+
 const char* to_string(Layout layout) {
   return layout == Layout::kNCHW ? "nchw" : "nhwc";
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "faster/data/image.h"
 
@@ -17,6 +18,10 @@ struct Normalization {
 };
 
 const char* to_string(Layout layout);
+
+// A batch of n images of side x side, 3 channels, in `layout`: [n, 3, side, side] or
+// [n, side, side, 3].  (n = side = 1: the shape a per-channel constant broadcasts from.)
+std::vector<int64_t> batch_shape(Layout layout, int64_t n, int64_t side);
 const char* to_string(OutputType type);
 
 // `dst` is this sample's slot: channels * height * width elements.  `src` has 3 channels.

@@ -147,11 +147,8 @@ torch::Tensor NvjpegDecoder::decode(const std::vector<GpuJpeg>& jobs, int batch,
   Impl& m = *impl_;
   c10::cuda::CUDAGuard guard(m.device);
   c10::cuda::CUDAStreamGuard on_stream(m.stream);  // allocations below belong to this stream
-  const std::vector<int64_t> shape = layout == Layout::kNCHW
-                                         ? std::vector<int64_t>{batch, 3, size, size}
-                                         : std::vector<int64_t>{batch, size, size, 3};
-  torch::Tensor out =
-      torch::empty(shape, torch::TensorOptions().dtype(torch::kUInt8).device(m.device));
+  torch::Tensor out = torch::empty(batch_shape(layout, batch, size),
+                                   torch::TensorOptions().dtype(torch::kUInt8).device(m.device));
   refused.clear();
 
   // Which images nvJPEG takes (the header as nvJPEG reads it must agree with ours), and where each

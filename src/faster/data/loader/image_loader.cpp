@@ -98,9 +98,7 @@ ImageLoader::ImageLoader(std::shared_ptr<const Source> source, LoaderOptions opt
   const auto dtype =
       options_.output == OutputType::kUint8 || gpu() ? torch::kUInt8 : torch::kFloat32;
   const auto host = torch::TensorOptions().pinned_memory(copy_.wants_pinned());
-  const std::vector<int64_t> shape = options_.layout == Layout::kNCHW
-                                         ? std::vector<int64_t>{options_.batch, 3, s, s}
-                                         : std::vector<int64_t>{options_.batch, s, s, 3};
+  const std::vector<int64_t> shape = batch_shape(options_.layout, options_.batch, s);
   ring_.resize(slots);
   for (Slot& slot : ring_) {
     slot.images = torch::empty(shape, host.dtype(dtype));
@@ -117,8 +115,7 @@ ImageLoader::ImageLoader(std::shared_ptr<const Source> source, LoaderOptions opt
       options_.output == OutputType::kFloat ? gpu() : options_.normalize_on_device;
   if (options_.device.is_cuda() && normalize) {
     const auto& n = options_.norm;
-    auto shape3 = options_.layout == Layout::kNCHW ? std::vector<int64_t>{1, 3, 1, 1}
-                                                   : std::vector<int64_t>{1, 1, 1, 3};
+    const auto shape3 = batch_shape(options_.layout, 1, 1);
     mean_ =
         torch::tensor({n.mean[0], n.mean[1], n.mean[2]}).mul(255).view(shape3).to(options_.device);
     std_ = torch::tensor({n.std[0], n.std[1], n.std[2]}).mul(255).view(shape3).to(options_.device);
