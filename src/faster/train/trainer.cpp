@@ -179,12 +179,12 @@ class Stepper {
     correct_.zero_();
   }
 
-  void train_batch(const data::Batch& b) {
+  void train_batch(const data::ArrayBatch& b) {
     run(b, train_graph_, train_x_, train_y_, eager_train_steps_,
         [this](const torch::Tensor& x, const torch::Tensor& y, int64_t n) { train_step(x, y, n); });
   }
 
-  void eval_batch(const data::Batch& b) {
+  void eval_batch(const data::ArrayBatch& b) {
     run(b, eval_graph_, eval_x_, eval_y_, eager_eval_steps_,
         [this](const torch::Tensor& x, const torch::Tensor& y, int64_t) { eval_step(x, y); });
   }
@@ -200,7 +200,7 @@ class Stepper {
   static constexpr int kEagerStepsBeforeCapture = 3;
 
   // Full-size batches go through the graph once it is captured; warm-up and short batches run eagerly.
-  void run(const data::Batch& b, StepGraph& graph, torch::Tensor& sx, torch::Tensor& sy,
+  void run(const data::ArrayBatch& b, StepGraph& graph, torch::Tensor& sx, torch::Tensor& sy,
            int& eager_steps, const StepFn& step) {
     const bool static_shape = graphs_ && b.x.size(0) == o_.batch;
     if (static_shape && (graph.captured() || eager_steps >= kEagerStepsBeforeCapture)) {
@@ -286,7 +286,7 @@ void to_channels_last(torch::nn::Module& m) {
 std::unique_ptr<data::BatchLoader> make_loader(const TrainOptions& o, const data::ArrayDataset& d,
                                                torch::Device device, const WorldInfo& w,
                                                bool train) {
-  data::LoaderOptions lo;
+  data::ArrayLoaderOptions lo;
   lo.batch = o.batch;
   lo.sampler.seed = o.seed;
   lo.sampler.shuffle = train;
@@ -402,7 +402,7 @@ TrainReport train(const TrainOptions& o, const std::function<void(const EpochSta
       if (is_main)
         bar.emplace("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(o.epochs),
                     train_loader->batches_per_epoch() + test_loader->batches_per_epoch(), "batch");
-      data::Batch b;
+      data::ArrayBatch b;
       while (train_loader->next(b)) {
         stepper.train_batch(b);
         if (bar) bar->add();

@@ -18,13 +18,15 @@ namespace faster::data {
 // Label of the padding rows of a padded batch: cross_entropy's default ignore_index.
 constexpr int64_t kPadLabel = -100;
 
-struct Batch {
+// Named apart from the image loader's Batch and LoaderOptions (image_loader.h, same namespace):
+// two definitions under one name would break the one-definition rule once both are linked.
+struct ArrayBatch {
   torch::Tensor x;    // [batch, C, H, W], uint8 or float
   torch::Tensor y;    // [batch] int64
   int64_t size = 0;   // real samples in the batch (the rest is padding)
 };
 
-struct LoaderOptions {
+struct ArrayLoaderOptions {
   int64_t batch = 512;
   SamplerOptions sampler;
   // Last batch: false keeps a short last batch (default, like DataLoader), true drops it.
@@ -42,13 +44,15 @@ class BatchLoader {
   virtual int64_t samples_per_epoch() const = 0;
   virtual void start_epoch(int64_t epoch) = 0;
   // The next batch of the epoch; false at its end.
-  virtual bool next(Batch& batch) = 0;
+  virtual bool next(ArrayBatch& batch) = 0;
 };
 
-std::unique_ptr<BatchLoader> make_device_loader(const ArrayDataset& data, const LoaderOptions& o);
-std::unique_ptr<BatchLoader> make_host_loader(const ArrayDataset& data, const LoaderOptions& o);
+std::unique_ptr<BatchLoader> make_device_loader(const ArrayDataset& data,
+                                                const ArrayLoaderOptions& o);
+std::unique_ptr<BatchLoader> make_host_loader(const ArrayDataset& data,
+                                              const ArrayLoaderOptions& o);
 
 // How many samples an epoch of `per_rank` samples gives in batches (drop_last aware).
-int64_t loader_samples(int64_t per_rank, const LoaderOptions& o);
+int64_t loader_samples(int64_t per_rank, const ArrayLoaderOptions& o);
 
 }  // namespace faster::data

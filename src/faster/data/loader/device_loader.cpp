@@ -7,7 +7,7 @@
 
 namespace faster::data {
 
-int64_t loader_samples(int64_t per_rank, const LoaderOptions& o) {
+int64_t loader_samples(int64_t per_rank, const ArrayLoaderOptions& o) {
   return o.drop_last ? per_rank / o.batch * o.batch : per_rank;
 }
 
@@ -15,7 +15,7 @@ namespace {
 
 class DeviceLoader : public BatchLoader {
  public:
-  DeviceLoader(const ArrayDataset& data, const LoaderOptions& o)
+  DeviceLoader(const ArrayDataset& data, const ArrayLoaderOptions& o)
       : options_(o), sampler_(data.n, o.sampler) {
     FASTER_CHECK(o.batch > 0, "batch must be positive");
     auto u8 = torch::TensorOptions().dtype(torch::kUInt8);
@@ -42,7 +42,7 @@ class DeviceLoader : public BatchLoader {
     cursor_ = 0;
   }
 
-  bool next(Batch& b) override {
+  bool next(ArrayBatch& b) override {
     if (cursor_ >= samples_) return false;
     const int64_t real = std::min(options_.batch, samples_ - cursor_);
     const int64_t rows = options_.pad_last ? options_.batch : real;
@@ -55,7 +55,7 @@ class DeviceLoader : public BatchLoader {
   }
 
  private:
-  LoaderOptions options_;
+  ArrayLoaderOptions options_;
   Sampler sampler_;
   torch::Tensor images_, labels_, index_, epoch_labels_;
   int64_t samples_ = 0, batches_ = 0, cursor_ = 0;
@@ -63,7 +63,8 @@ class DeviceLoader : public BatchLoader {
 
 }  // namespace
 
-std::unique_ptr<BatchLoader> make_device_loader(const ArrayDataset& data, const LoaderOptions& o) {
+std::unique_ptr<BatchLoader> make_device_loader(const ArrayDataset& data,
+                                                const ArrayLoaderOptions& o) {
   return std::make_unique<DeviceLoader>(data, o);
 }
 

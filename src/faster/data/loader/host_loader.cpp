@@ -19,7 +19,7 @@ namespace {
 
 class HostLoader : public BatchLoader {
  public:
-  HostLoader(const ArrayDataset& data, const LoaderOptions& o)
+  HostLoader(const ArrayDataset& data, const ArrayLoaderOptions& o)
       : data_(data), options_(o), sampler_(data.n, o.sampler) {
     FASTER_CHECK(o.batch > 0 && o.workers > 0, "batch and workers must be positive");
     samples_ = loader_samples(sampler_.per_rank(), o);
@@ -67,7 +67,7 @@ class HostLoader : public BatchLoader {
     cv_.notify_all();
   }
 
-  bool next(Batch& b) override {
+  bool next(ArrayBatch& b) override {
     release_previous();
     std::unique_lock<std::mutex> lock(mutex_);
     if (consumed_ >= batches_) return false;
@@ -103,7 +103,7 @@ class HostLoader : public BatchLoader {
   // copy waits until the compute stream is done with that buffer's previous batch (an event recorded
   // when the batch after it was requested), and the compute stream waits for the copy.  So copies
   // overlap the previous step, and no buffer is overwritten while a kernel still reads it.
-  void copy_to_device(const torch::Tensor& x, const torch::Tensor& y, Batch& b) {
+  void copy_to_device(const torch::Tensor& x, const torch::Tensor& y, ArrayBatch& b) {
     c10::impl::VirtualGuardImpl impl(c10::DeviceType::CUDA);
     const c10::Stream current = impl.getStream(options_.device);
     if (device_x_.empty()) {
@@ -196,7 +196,7 @@ class HostLoader : public BatchLoader {
   }
 
   const ArrayDataset& data_;
-  LoaderOptions options_;
+  ArrayLoaderOptions options_;
   Sampler sampler_;
   int64_t samples_ = 0, batches_ = 0;
   std::vector<Slot> slots_;
@@ -218,7 +218,8 @@ class HostLoader : public BatchLoader {
 
 }  // namespace
 
-std::unique_ptr<BatchLoader> make_host_loader(const ArrayDataset& data, const LoaderOptions& o) {
+std::unique_ptr<BatchLoader> make_host_loader(const ArrayDataset& data,
+                                              const ArrayLoaderOptions& o) {
   return std::make_unique<HostLoader>(data, o);
 }
 
