@@ -21,6 +21,7 @@ struct TrainFlags {
   std::string amp_dtype = "fp16";
   CLI::Option* amp_dtype_flag = nullptr;
   bool fast = false;
+  bool no_fuse = false;
   std::string json;
   int nproc = 0;
 };
@@ -99,6 +100,9 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--norm", o.norm, "ThinNet normalization after each conv+ReLU: batch or none")
       ->check(CLI::IsMember({"batch", "none"}))
       ->capture_default_str();
+  cmd->add_flag("--no-fuse", f.no_fuse,
+                "Run ReLU and BatchNorm as LibTorch's separate ops instead of faster's fused CUDA "
+                "kernels (one read of the conv output per pass; used on CUDA by default)");
   auto* par = cmd->add_option_group("Parallel training");
   par->add_option("--parallel", o.parallel,
                   "none; dp: DataParallel, one process over --gpus GPUs; ddp: DistributedDataParallel, "
@@ -135,6 +139,7 @@ int run_train(TrainFlags& f) {
   }
   o.blocks = models::parse_int_list(f.blocks, "--blocks");
   o.filters = models::parse_int_list(f.filters, "--filters");
+  o.fused = !f.no_fuse;
   if (f.fast) {
     train::apply_fast_mode(o);
     if (f.amp_dtype_flag->count() > 0) o.precision = train::parse_precision(f.amp_dtype);

@@ -1,2 +1,8 @@
-# models: ThinNet (the seed's model).
+# models: ThinNet (the seed's model) and, with CUDA, its fused ReLU + BatchNorm kernels.
 list(APPEND FASTER_TORCH_SOURCES src/faster/models/thinnet.cpp src/faster/models/sync_batchnorm.cpp)
+if(FASTER_CUDA)
+  list(APPEND FASTER_TORCH_SOURCES src/faster/models/relu_batchnorm_cuda.cpp)
+  list(APPEND FASTER_CUDA_SOURCES src/faster/models/relu_batchnorm.cu)
+else()
+  list(APPEND FASTER_TORCH_SOURCES src/faster/models/relu_batchnorm_none.cpp)
+endif()

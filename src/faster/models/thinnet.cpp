@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "faster/core/error.h"
+#include "faster/models/relu_batchnorm.h"
 
 namespace faster::models {
 namespace nn = torch::nn;
@@ -26,7 +27,10 @@ class ConvBlockImpl : public torch::nn::Cloneable<ConvBlockImpl> {
       sync_bn_ = register_module("2", SyncBatchNorm2d(out_, options_.sync_all_reduce));
   }
   torch::Tensor forward(torch::Tensor x) {
-    x = relu_->forward(conv_->forward(x));
+    x = conv_->forward(x);
+    if (bn_ && options_.fused && fused_relu_batch_norm_applies(x, *bn_))
+      return fused_relu_batch_norm(x, *bn_);
+    x = relu_->forward(x);
     if (bn_) return bn_->forward(x);
     if (sync_bn_) return sync_bn_->forward(x);
     return x;

@@ -26,6 +26,9 @@ struct ThinNetOptions {
   // ranks of a DDP job, through sync_all_reduce) or "none".
   std::string norm = "batch";
   AllReduceSum sync_all_reduce;
+  // ReLU + BatchNorm as faster's fused CUDA kernels where they apply (relu_batchnorm.h); false:
+  // LibTorch's ReLU and BatchNorm2d everywhere.
+  bool fused = true;
 
   int conv_layers() const;
   // Smallest input side that still leaves a 1x1 map after the unpadded convs.

@@ -126,6 +126,7 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"last_batch", o.last_batch},
           {"cuda_graph", o.cuda_graph},
           {"norm", o.norm},
+          {"fused_relu_bn", o.fused},
           {"parallel", o.parallel},
           {"sync_bn", o.sync_bn}};
 }
@@ -363,6 +364,7 @@ TrainReport train(const TrainOptions& o, const std::function<void(const EpochSta
   mo.blocks = o.blocks;
   mo.filters = o.filters;
   mo.norm = o.sync_bn ? "sync" : o.norm;
+  mo.fused = o.fused;
   if (o.sync_bn) mo.sync_all_reduce = [d = dist.get()](torch::Tensor& t) { d->all_reduce_sum(t); };
   if (std::min(dataset.train.height, dataset.train.width) < mo.min_input_size())
     FASTER_THROW("ThinNet with ", mo.conv_layers(), " conv layers needs images of at least ",

@@ -37,6 +37,7 @@ struct TrainOptions {
   std::string save;     // state_dict path
   std::string mode_name = "custom";  // label for reports ("baseline", "fast", ...)
   std::string norm = "batch";         // batch | none (ThinNet's normalization)
+  bool fused = true;  // ReLU + BatchNorm as faster's fused CUDA kernels (models/relu_batchnorm.h)
 
   // Parallel training (train/parallel): none, dp (one process, several GPUs) or ddp (a process per
   // GPU, launched by --nproc, torchrun or Slurm).

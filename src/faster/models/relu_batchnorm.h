@@ -1,0 +1,21 @@
+// ThinNet's ReLU -> BatchNorm2d as one fused CUDA operation (relu_batchnorm.cu) with its own
+// backward pass, where it applies; ThinNet falls back to LibTorch's ReLU and BatchNorm2d otherwise
+// (CPU, other dtypes, BatchNorm2d options it does not cover).  Results equal bn(relu(y)) up to
+// float rounding: statistics are summed in float per block and in double across blocks.
+#pragma once
+
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/types.h>
+
+namespace faster::models {
+
+// Whether fused_relu_batch_norm takes y and bn: a CUDA build, y a 4-d CUDA float/half/bfloat16
+// tensor (dense NCHW or NHWC), bn affine with running statistics and a fixed momentum, float
+// parameters; in eval mode only without autograd.
+bool fused_relu_batch_norm_applies(const torch::Tensor& y, const torch::nn::BatchNorm2dImpl& bn);
+
+// bn(relu(y)), differentiable in y, bn.weight and bn.bias; in training mode it normalizes with the
+// batch statistics and updates bn's running statistics and num_batches_tracked as BatchNorm2d does.
+torch::Tensor fused_relu_batch_norm(const torch::Tensor& y, torch::nn::BatchNorm2dImpl& bn);
+
+}  // namespace faster::models

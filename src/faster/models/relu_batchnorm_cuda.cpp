@@ -1,0 +1,138 @@
+// The fused ReLU -> BatchNorm2d as a LibTorch autograd function over relu_batchnorm.cu's kernels,
+// queued on the current CUDA stream (so CUDA-graph capture records them like any LibTorch op).
+#include <ATen/core/grad_mode.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <torch/autograd.h>
+
+#include <cstdint>
+
+#include "faster/models/relu_batchnorm.h"
+#include "faster/models/relu_batchnorm_kernels.h"
+
+namespace faster::models {
+namespace {
+using kernels::ElementType;
+using kernels::NormShape;
+using torch::autograd::AutogradContext;
+using torch::autograd::tensor_list;
+
+bool element_type(torch::ScalarType t, ElementType& out) {
+  switch (t) {
+    case torch::kFloat:
+      out = ElementType::kFloat;
+      return true;
+    case torch::kHalf:
+      out = ElementType::kHalf;
+      return true;
+    case torch::kBFloat16:
+      out = ElementType::kBFloat16;
+      return true;
+    default:
+      return false;
+  }
+}
+
+NormShape shape_of(const torch::Tensor& y) {
+  NormShape s;
+  s.n = y.size(0);
+  s.c = y.size(1);
+  s.hw = y.size(2) * y.size(3);
+  s.channels_last = y.suggest_memory_format() == torch::MemoryFormat::ChannelsLast;
+  element_type(y.scalar_type(), s.type);
+  return s;
+}
+
+torch::MemoryFormat format_of(const NormShape& s) {
+  return s.channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
+}
+
+void* current_stream() {
+  return at::cuda::getCurrentCUDAStream().stream();
+}
+
+float* floats(const torch::Tensor& t) {
+  return t.defined() ? t.data_ptr<float>() : nullptr;
+}
+
+torch::Tensor workspace(const NormShape& s, const torch::Tensor& like) {
+  return torch::empty({kernels::relu_bn_workspace(s)}, like.options().dtype(torch::kFloat));
+}
+
+class ReluBatchNormFunction : public torch::autograd::Function<ReluBatchNormFunction> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor y, const torch::Tensor& weight,
+                               const torch::Tensor& bias, const torch::Tensor& running_mean,
+                               const torch::Tensor& running_var, double momentum, double eps) {
+    const auto s = shape_of(y);
+    y = y.contiguous(format_of(s));
+    auto out = torch::empty_like(y);
+    const auto f = y.options().dtype(torch::kFloat);
+    auto mean = torch::empty({s.c}, f), invstd = torch::empty({s.c}, f);
+    auto work = workspace(s, y);
+    kernels::relu_bn_forward(s, y.data_ptr(), out.data_ptr(), floats(weight), floats(bias),
+                             floats(running_mean), floats(running_var),
+                             static_cast<float>(momentum), static_cast<float>(eps), floats(mean),
+                             floats(invstd), floats(work), current_stream());
+    ctx->save_for_backward({y, weight, mean, invstd});
+    return out;
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto& y = saved[0];
+    const auto& weight = saved[1];
+    const auto s = shape_of(y);
+    auto dout = grads[0].contiguous(format_of(s));
+    if (reinterpret_cast<uintptr_t>(dout.data_ptr()) % 16 != 0) dout = dout.clone();
+    auto dy = torch::empty_like(y);
+    const auto f = y.options().dtype(torch::kFloat);
+    auto dgamma = torch::empty({s.c}, f), dbeta = torch::empty({s.c}, f);
+    auto work = workspace(s, y);
+    kernels::relu_bn_backward(s, y.data_ptr(), dout.data_ptr(), dy.data_ptr(), floats(weight),
+                              floats(saved[2]), floats(saved[3]), floats(dgamma), floats(dbeta),
+                              floats(work), current_stream());
+    return {dy, dgamma, dbeta, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+bool is_float_on(const torch::Tensor& t, const torch::Device& device) {
+  return t.defined() && t.scalar_type() == torch::kFloat && t.device() == device &&
+         t.is_contiguous();
+}
+
+}  // namespace
+
+bool fused_relu_batch_norm_applies(const torch::Tensor& y, const torch::nn::BatchNorm2dImpl& bn) {
+  ElementType type;
+  if (!y.defined() || !y.is_cuda() || y.dim() != 4 || !element_type(y.scalar_type(), type))
+    return false;
+  const auto& o = bn.options;
+  if (!o.affine() || !o.track_running_stats() || !o.momentum().has_value()) return false;
+  const auto device = y.device();
+  for (const auto* t : {&bn.weight, &bn.bias, &bn.running_mean, &bn.running_var})
+    if (!is_float_on(*t, device) || t->numel() != y.size(1)) return false;
+  if (!bn.is_training() && at::GradMode::is_enabled() &&
+      (y.requires_grad() || bn.weight.requires_grad() || bn.bias.requires_grad()))
+    return false;  // inference has no backward here
+  const auto s = shape_of(y);
+  return kernels::relu_bn_supported(s, y.is_contiguous(format_of(s)) ? y.data_ptr() : nullptr);
+}
+
+torch::Tensor fused_relu_batch_norm(const torch::Tensor& y, torch::nn::BatchNorm2dImpl& bn) {
+  const double eps = bn.options.eps();
+  if (bn.is_training()) {
+    bn.num_batches_tracked.add_(1);
+    return ReluBatchNormFunction::apply(y, bn.weight, bn.bias, bn.running_mean, bn.running_var,
+                                        *bn.options.momentum(), eps);
+  }
+  const auto s = shape_of(y);
+  const auto x = y.contiguous(format_of(s));
+  auto out = torch::empty_like(x);
+  auto work = workspace(s, x);
+  kernels::relu_bn_inference(s, x.data_ptr(), out.data_ptr(), floats(bn.weight), floats(bn.bias),
+                             floats(bn.running_mean), floats(bn.running_var),
+                             static_cast<float>(eps), floats(work), current_stream());
+  return out;
+}
+
+}  // namespace faster::models

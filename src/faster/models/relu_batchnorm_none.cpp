@@ -1,0 +1,15 @@
+// Builds without CUDA: ThinNet always runs LibTorch's ReLU and BatchNorm2d.
+#include "faster/core/error.h"
+#include "faster/models/relu_batchnorm.h"
+
+namespace faster::models {
+
+bool fused_relu_batch_norm_applies(const torch::Tensor&, const torch::nn::BatchNorm2dImpl&) {
+  return false;
+}
+
+torch::Tensor fused_relu_batch_norm(const torch::Tensor&, torch::nn::BatchNorm2dImpl&) {
+  FASTER_THROW("fused ReLU + BatchNorm needs a CUDA build of faster");
+}
+
+}  // namespace faster::models

@@ -1,0 +1,173 @@
+// The fused ReLU -> BatchNorm (CUDA builds, run on the GPU machine; skipped where no GPU is
+// visible) against LibTorch's relu + batch_norm in double precision on the same (rounded) inputs:
+// forward output, running statistics, inference output and the gradients of y, gamma and beta,
+// for NCHW and NHWC, float/half/bfloat16, packed and unpacked channel counts.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "faster/models/relu_batchnorm.h"
+#include "faster/models/thinnet.h"
+
+namespace faster::models {
+namespace {
+
+#define SKIP_WITHOUT_GPU() \
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA GPU visible"
+
+struct Case {
+  int64_t n, c, h, w;
+  bool channels_last;
+  torch::ScalarType type;
+};
+
+// Largest |a - b| relative to the largest |b| (1 where b is all zero).
+double relative_error(const torch::Tensor& a, const torch::Tensor& b) {
+  const auto ad = a.to(torch::kCPU, torch::kDouble), bd = b.to(torch::kCPU, torch::kDouble);
+  const double scale = std::max(bd.abs().max().item<double>(), 1e-12);
+  return (ad - bd).abs().max().item<double>() / scale;
+}
+
+// Tolerance for values rounded to `type` once (output stored in that type): a few of its ulps.
+double output_tolerance(torch::ScalarType type) {
+  return type == torch::kFloat ? 1e-5 : type == torch::kHalf ? 2e-3 : 1.6e-2;
+}
+
+void check_case(const Case& k) {
+  SCOPED_TRACE(::testing::Message() << "n=" << k.n << " c=" << k.c << " " << k.h << "x" << k.w
+                                    << (k.channels_last ? " NHWC " : " NCHW ") << k.type);
+  torch::manual_seed(7);
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA);
+  const auto format =
+      k.channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
+  // Conv-like input (mean slightly positive, so the ReLU keeps about 60 %), rounded to the type.
+  auto y =
+      (torch::randn({k.n, k.c, k.h, k.w}) + 0.3).to(k.type).to(torch::kCUDA).contiguous(format);
+  auto dout = torch::randn({k.n, k.c, k.h, k.w}).to(k.type).to(torch::kCUDA).contiguous(format);
+
+  torch::nn::BatchNorm2d bn(k.c);
+  bn->to(torch::kCUDA);
+  {
+    torch::NoGradGuard no_grad;
+    bn->weight.uniform_(0.5, 1.5);
+    bn->bias.uniform_(-0.5, 0.5);
+    bn->running_mean.uniform_(-0.2, 0.2);
+    bn->running_var.uniform_(0.5, 2.0);
+  }
+  const auto rm0 = bn->running_mean.clone(), rv0 = bn->running_var.clone();
+
+  // Reference: double precision on the CPU from the same rounded values.
+  auto yr = y.to(torch::kCPU, torch::kDouble).contiguous().requires_grad_(true);
+  auto gr = bn->weight.detach().to(torch::kCPU, torch::kDouble).requires_grad_(true);
+  auto br = bn->bias.detach().to(torch::kCPU, torch::kDouble).requires_grad_(true);
+  auto rmr = rm0.to(torch::kCPU, torch::kDouble), rvr = rv0.to(torch::kCPU, torch::kDouble);
+  namespace F = torch::nn::functional;
+  auto ref = F::batch_norm(
+      torch::relu(yr), rmr, rvr,
+      F::BatchNormFuncOptions().weight(gr).bias(br).training(true).momentum(0.1).eps(1e-5));
+  ref.backward(dout.to(torch::kCPU, torch::kDouble));
+
+  bn->train();
+  ASSERT_TRUE(fused_relu_batch_norm_applies(y, *bn));
+  auto yf = y.detach().clone().requires_grad_(true);
+  auto out = fused_relu_batch_norm(yf, *bn);
+  EXPECT_EQ(out.scalar_type(), k.type);
+  EXPECT_TRUE(out.is_contiguous(format));
+  out.backward(dout);
+  const double tol = output_tolerance(k.type);
+  EXPECT_LT(relative_error(out, ref), tol) << "forward";
+  EXPECT_LT(relative_error(bn->running_mean, rmr), 1e-5) << "running_mean";
+  EXPECT_LT(relative_error(bn->running_var, rvr), 1e-5) << "running_var";
+  EXPECT_EQ(bn->num_batches_tracked.item<int64_t>(), 1);
+  EXPECT_LT(relative_error(yf.grad(), yr.grad()), 2 * tol) << "dy";
+  EXPECT_TRUE(yf.grad().is_contiguous(format));
+  EXPECT_LT(relative_error(bn->weight.grad(), gr.grad()), 1e-4) << "dgamma";
+  EXPECT_LT(relative_error(bn->bias.grad(), br.grad()), 1e-4) << "dbeta";
+  // Where y <= 0 the ReLU passes no gradient.
+  EXPECT_EQ(yf.grad().masked_select(y <= 0).abs().max().item<double>(), 0.0);
+
+  // Inference with the updated running statistics.
+  bn->eval();
+  torch::NoGradGuard no_grad;
+  ASSERT_TRUE(fused_relu_batch_norm_applies(y, *bn));
+  auto inf = fused_relu_batch_norm(y, *bn);
+  auto inf_ref = F::batch_norm(
+      torch::relu(y.to(torch::kCPU, torch::kDouble)), rmr, rvr,
+      F::BatchNormFuncOptions().weight(gr.detach()).bias(br.detach()).training(false).eps(1e-5));
+  EXPECT_LT(relative_error(inf, inf_ref), tol) << "inference";
+}
+
+TEST(FusedReluBatchNorm, MatchesReluThenBatchNormInDouble) {
+  SKIP_WITHOUT_GPU();
+  for (auto type : {torch::kFloat, torch::kHalf, torch::kBFloat16})
+    for (bool cl : {false, true}) {
+      check_case({16, 32, 26, 26, cl, type});  // ThinNet's first stage; 16-byte packs in NHWC
+      check_case({64, 128, 6, 6, cl, type});   // its last stage
+      check_case({5, 3, 7, 9, cl, type});      // channels not a multiple of a pack: one by one
+    }
+}
+
+TEST(FusedReluBatchNorm, AppliesOnlyWhereItCan) {
+  SKIP_WITHOUT_GPU();
+  torch::nn::BatchNorm2d bn(8);
+  bn->to(torch::kCUDA);
+  const auto y = torch::randn({2, 8, 5, 5}, torch::kCUDA);
+  EXPECT_TRUE(fused_relu_batch_norm_applies(y, *bn));
+  EXPECT_FALSE(fused_relu_batch_norm_applies(y.cpu(), *bn));
+  EXPECT_FALSE(fused_relu_batch_norm_applies(y.to(torch::kDouble), *bn));
+  EXPECT_FALSE(fused_relu_batch_norm_applies(torch::randn({2, 8, 25}, torch::kCUDA), *bn));
+  torch::nn::BatchNorm2d cumulative(torch::nn::BatchNorm2dOptions(8).momentum(std::nullopt));
+  cumulative->to(torch::kCUDA);
+  EXPECT_FALSE(fused_relu_batch_norm_applies(y, *cumulative));
+  bn->eval();  // inference with autograd on: LibTorch's ops keep the graph
+  EXPECT_FALSE(fused_relu_batch_norm_applies(y.requires_grad_(true), *bn));
+}
+
+// TF32 off for a scope: float convolutions and matmuls in full precision, so two runs that differ
+// only in float rounding stay close (TF32's 10-bit inputs amplify 1e-7 differences to 1e-2).
+struct FullFloatPrecision {
+  bool cudnn = at::globalContext().allowTF32CuDNN(), cublas = at::globalContext().allowTF32CuBLAS();
+  FullFloatPrecision() {
+    at::globalContext().setAllowTF32CuDNN(false);
+    at::globalContext().setAllowTF32CuBLAS(false);
+  }
+  ~FullFloatPrecision() {
+    at::globalContext().setAllowTF32CuDNN(cudnn);
+    at::globalContext().setAllowTF32CuBLAS(cublas);
+  }
+};
+
+// A whole ThinNet training step in float gives the same loss and weight gradients fused and
+// unfused (the fused path is wired into the model and its backward pass).
+TEST(FusedReluBatchNorm, ThinNetStepMatchesUnfused) {
+  SKIP_WITHOUT_GPU();
+  FullFloatPrecision full_float;
+  ThinNetOptions o;
+  o.filters = {16, 32, 64};
+  o.blocks = {1, 1, 1};
+  torch::manual_seed(3);
+  ThinNet fused(o);
+  o.fused = false;
+  ThinNet plain(o);
+  {
+    torch::NoGradGuard no_grad;
+    auto src = fused->parameters();
+    auto dst = plain->parameters();
+    for (size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
+  }
+  fused->to(torch::kCUDA);
+  plain->to(torch::kCUDA);
+  const auto x = torch::rand({64, 1, 28, 28}, torch::kCUDA);
+  const auto label =
+      torch::randint(0, 10, {64}, torch::TensorOptions(torch::kLong).device(torch::kCUDA));
+  auto lf = torch::nn::functional::cross_entropy(fused->forward(x), label);
+  auto lp = torch::nn::functional::cross_entropy(plain->forward(x), label);
+  lf.backward();
+  lp.backward();
+  EXPECT_NEAR(lf.item<double>(), lp.item<double>(), 1e-4);
+  auto pf = fused->parameters(), pp = plain->parameters();
+  for (size_t i = 0; i < pf.size(); ++i)
+    EXPECT_LT(relative_error(pf[i].grad(), pp[i].grad()), 1e-3) << "parameter " << i;
+}
+
+}  // namespace
+}  // namespace faster::models
