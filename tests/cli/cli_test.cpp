@@ -27,7 +27,8 @@ TEST(Cli, HelpListsCommandsAndFlags) {
   for (const char* f : {"--data", "--device", "--epochs", "--batch", "--lr", "--momentum",
                         "--weight-decay", "--nesterov", "--blocks", "--cudnn-benchmark", "--amp",
                         "--amp-dtype", "--channels-last", "--loader", "--workers", "--last-batch",
-                        "--cuda-graph", "--fast", "--log-dir", "--save", "per process"})
+                        "--cuda-graph", "--fast", "--log-dir", "--save", "per process", "--no-fuse",
+                        "--cudnn-benchmark-all-shapes"})
     EXPECT_NE(train.output.find(f), std::string::npos) << f;
   EXPECT_EQ(test::run_faster("bench --help").exit_code, 0);
 }
@@ -41,6 +42,8 @@ TEST(Cli, BadFlagsAndValues) {
   expect_one_line_error("train --device tpu", "--device");
   expect_one_line_error("train --momentum 1.5", "--momentum");
   expect_one_line_error("train --device cpu --cudnn-benchmark-limit -1", "--cudnn-benchmark-limit");
+  expect_one_line_error("train --device cpu --cudnn-benchmark-all-shapes",
+                        "--cudnn-benchmark-all-shapes needs --cudnn-benchmark");
   expect_one_line_error("frobnicate", "unknown command 'frobnicate'");
 }
 

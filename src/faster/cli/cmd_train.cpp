@@ -62,7 +62,11 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--seed", o.seed, "Seed for weights and the per-epoch shuffle")
       ->capture_default_str();
   cmd->add_flag("--cudnn-benchmark", o.cudnn_benchmark,
-                "Let cuDNN time its algorithms for each new input shape (cudnn.benchmark)");
+                "Let cuDNN time its algorithms (cudnn.benchmark) for the full-batch shape; a short "
+                "last training batch uses cuDNN's heuristics and short test batches are padded");
+  cmd->add_flag("--cudnn-benchmark-all-shapes", o.cudnn_benchmark_all_shapes,
+                "With --cudnn-benchmark: tune every new shape, short batches too (PyTorch's "
+                "behaviour; slower on short runs)");
   cmd->add_option("--cudnn-benchmark-limit", o.cudnn_benchmark_limit,
                   "With --cudnn-benchmark: how many algorithms cuDNN times per shape (fewer: "
                   "cheaper first steps, maybe slower later ones; 0: all)")

@@ -72,6 +72,8 @@ void validate(const TrainOptions& o) {
   if (o.sgd.nesterov && o.sgd.momentum == 0) FASTER_THROW("--nesterov needs a non-zero --momentum");
   if (o.loader != "host" && o.loader != "device")
     FASTER_THROW("--loader must be host or device (got '", o.loader, "')");
+  if (o.cudnn_benchmark_all_shapes && !o.cudnn_benchmark)
+    FASTER_THROW("--cudnn-benchmark-all-shapes needs --cudnn-benchmark");
   if (o.cudnn_benchmark_limit < 0)
     FASTER_THROW("--cudnn-benchmark-limit must be 0 (all) or more (got ", o.cudnn_benchmark_limit,
                  ")");
@@ -119,6 +121,7 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"seed", o.seed},
           {"cudnn_benchmark", o.cudnn_benchmark},
           {"cudnn_benchmark_limit", o.cudnn_benchmark_limit},
+          {"cudnn_benchmark_all_shapes", o.cudnn_benchmark_all_shapes},
           {"precision", precision_name(o.precision)},
           {"channels_last", o.channels_last},
           {"loader", o.loader},
@@ -150,6 +153,23 @@ nlohmann::json TrainReport::to_json() const {
 }
 
 namespace {
+
+// Turns cuDNN benchmarking off for a scope (a short batch, whose shape is not worth tuning).
+class CudnnBenchmarkOff {
+ public:
+  explicit CudnnBenchmarkOff(bool active)
+      : active_(active && at::globalContext().benchmarkCuDNN()) {
+    if (active_) at::globalContext().setBenchmarkCuDNN(false);
+  }
+  ~CudnnBenchmarkOff() {
+    if (active_) at::globalContext().setBenchmarkCuDNN(true);
+  }
+  CudnnBenchmarkOff(const CudnnBenchmarkOff&) = delete;
+  CudnnBenchmarkOff& operator=(const CudnnBenchmarkOff&) = delete;
+
+ private:
+  bool active_;
+};
 
 // One training run's state: the model, optimizer, scaler, device-side accumulators and graphs.
 class Stepper {
@@ -216,6 +236,8 @@ class Stepper {
       graph.replay();
       return;
     }
+    CudnnBenchmarkOff heuristics_only(o_.cudnn_benchmark && !o_.cudnn_benchmark_all_shapes &&
+                                      b.x.size(0) != o_.batch);
     step(b.x, b.y, b.size);
     ++eager_steps;
   }
@@ -295,7 +317,9 @@ std::unique_ptr<data::BatchLoader> make_loader(const TrainOptions& o, const data
   lo.sampler.world = w.world;
   lo.sampler.even = train;  // test shards need not be equal, and must not repeat samples
   lo.drop_last = train && o.last_batch == "drop";
-  lo.pad_last = !train && o.cuda_graph;  // static eval shapes; padding rows are ignored
+  // Static eval shapes for graphs and for a cuDNN benchmark of the full batch only; padding rows
+  // are ignored.
+  lo.pad_last = !train && (o.cuda_graph || (o.cudnn_benchmark && !o.cudnn_benchmark_all_shapes));
   lo.workers = o.workers;
   lo.device = device;
   return o.loader == "device" ? data::make_device_loader(d, lo) : data::make_host_loader(d, lo);

@@ -26,6 +26,10 @@ struct TrainOptions {
   // Algorithms cuDNN times per new shape under cudnn_benchmark (torch.backends.cudnn
   // .benchmark_limit; 10 is PyTorch's default, 0 tries them all).
   int cudnn_benchmark_limit = 10;
+  // cuDNN benchmark tunes the full-batch shape only: a short last training batch runs on cuDNN's
+  // heuristics and short test batches are padded, since tuning a shape seen once per epoch costs
+  // more than it saves.  true: tune every new shape (PyTorch's cudnn.benchmark behaviour).
+  bool cudnn_benchmark_all_shapes = false;
   Precision precision = Precision::kFloat32;  // --amp picks fp16 (with grad scaler) or bf16
   bool channels_last = false;
   std::string loader = "host";  // host | device
