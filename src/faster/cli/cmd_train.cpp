@@ -93,8 +93,7 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
                 "run eagerly, test batches are padded)");
   cmd->add_flag("--fast", f.fast,
                 "Fastest mode: --loader device --amp --amp-dtype bf16 --channels-last --cuda-graph "
-                "--last-batch drop (one static shape per step; --amp-dtype fp16 is faster per "
-                "epoch but slower to start)");
+                "--last-batch drop (one static shape per step; --amp-dtype fp16 overrides bf16)");
   cmd->add_option("--train-limit", o.train_limit, "Use only the first N training images (0 = all)");
   cmd->add_option("--test-limit", o.test_limit, "Use only the first N test images (0 = all)");
   cmd->add_option("--log-dir", o.log_dir, "Write metrics as JSON lines to DIR/metrics.jsonl");
