@@ -1,33 +1,39 @@
 #!/usr/bin/env bash
 # On the GPU machine, side by side in one call: faster's single-device table (faster bench) and the
 # peer ref_thinnet.py in the same configurations, on Fashion-MNIST, ThinNet 11 conv, batch 512,
-# 5 epochs.  Usage: bench_train.sh DATA_DIR PEERS_DIR OUT_DIR [REPEATS]
-# The peer's cudnn.benchmark configurations, whose time is mostly cuDNN's tuning, run once each (the
-# call must fit the device's 10-minute limit); every other configuration REPEATS times.
+# 5 epochs.  Usage: [ROWS=device|host|all] bench_train.sh DATA_DIR PEERS_DIR OUT_DIR [REPEATS]
+# ROWS picks the loader row (device: GPU-resident data, with the fastest mode and the peer's best;
+# host: the DataLoader row); with REPEATS 3 one row fits the device's 10-minute limit, both do not.
+# The peer runs in rounds (every configuration once per round), REPEATS rounds; medians at the end.
 set -uo pipefail
-data=$1 peers=$2 out=$3 repeats=${4:-3}
+data=$1 peers=$2 out=$3 repeats=${4:-3} rows=${ROWS:-device}
 cd "$(dirname "$0")/../.."
 mkdir -p "$out"
 faster=./build-cuda/faster
+case $rows in
+  device) bench_rows="single, device loader;fast" loaders=gpu ;;
+  host) bench_rows="single, host loader" loaders=torch ;;
+  all) bench_rows="single, host loader;single, device loader;fast" loaders="torch gpu" ;;
+  *) echo "ROWS must be device, host or all" >&2; exit 2 ;;
+esac
 $faster env > "$out/env.json"
-$faster bench --data "$data" --repeats "$repeats" --out "$out/bench" > "$out/bench.txt" 2>&1
-peer() {  # name, runs, args...
-  local name=$1 n=$2; shift 2
-  for r in $(seq "$n"); do
-    PYTHONUNBUFFERED=1 python3 "$peers/ref_thinnet.py" --data "$data" "$@" 2>&1 | grep RESULT |
-      sed "s/^/$name /" >> "$out/peer.txt"
-  done
+$faster bench --data "$data" --rows "$bench_rows" --repeats "$repeats" --out "$out/bench" \
+  > "$out/bench.txt" 2>&1
+peer() {  # name, args...
+  local name=$1; shift
+  PYTHONUNBUFFERED=1 python3 "$peers/ref_thinnet.py" --data "$data" "$@" 2>&1 | grep RESULT |
+    sed "s/^/$name /" >> "$out/peer.txt"
 }
 : > "$out/peer.txt"
-peer torch_plain "$repeats" --loader torch
-peer torch_bench 1 --loader torch --cudnn-benchmark
-peer torch_amp "$repeats" --loader torch --amp
-peer torch_both 1 --loader torch --amp --cudnn-benchmark
-peer gpu_plain "$repeats" --loader gpu
-peer gpu_bench 1 --loader gpu --cudnn-benchmark
-peer gpu_amp "$repeats" --loader gpu --amp
-peer gpu_both 1 --loader gpu --amp --cudnn-benchmark
-peer gpu_best "$repeats" --loader gpu --amp --bf16 --channels-last
+for r in $(seq "$repeats"); do
+  for l in $loaders; do
+    peer "${l}_plain" --loader "$l"
+    peer "${l}_bench" --loader "$l" --cudnn-benchmark
+    peer "${l}_amp" --loader "$l" --amp
+    peer "${l}_both" --loader "$l" --amp --cudnn-benchmark
+    [ "$l" = gpu ] && peer gpu_best --loader gpu --amp --bf16 --channels-last
+  done
+done
 # Medians of the peer's runs, per configuration.
 python3 - "$out/peer.txt" > "$out/peer_medians.txt" <<'PY'
 import re, sys, statistics, collections
