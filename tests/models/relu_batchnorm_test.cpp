@@ -118,6 +118,7 @@ TEST(FusedReluBatchNorm, AppliesOnlyWhereItCan) {
   torch::nn::BatchNorm2d cumulative(torch::nn::BatchNorm2dOptions(8).momentum(std::nullopt));
   cumulative->to(torch::kCUDA);
   EXPECT_FALSE(fused_relu_batch_norm_applies(y, *cumulative));
+  EXPECT_FALSE(fused_relu_batch_norm_applies(torch::randn({1, 8, 1, 1}, torch::kCUDA), *bn));
   bn->eval();  // inference with autograd on: LibTorch's ops keep the graph
   EXPECT_FALSE(fused_relu_batch_norm_applies(y.requires_grad_(true), *bn));
 }

@@ -11,7 +11,7 @@ namespace faster::models {
 
 // Whether fused_relu_batch_norm takes y and bn: a CUDA build, y a 4-d CUDA float/half/bfloat16
 // tensor (dense NCHW or NHWC), bn affine with running statistics and a fixed momentum, float
-// parameters; in eval mode only without autograd.
+// parameters; in training mode at least 2 values per channel, in eval mode no autograd.
 bool fused_relu_batch_norm_applies(const torch::Tensor& y, const torch::nn::BatchNorm2dImpl& bn);
 
 // bn(relu(y)), differentiable in y, bn.weight and bn.bias; in training mode it normalizes with the

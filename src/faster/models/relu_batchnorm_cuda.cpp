@@ -106,6 +106,8 @@ bool fused_relu_batch_norm_applies(const torch::Tensor& y, const torch::nn::Batc
   ElementType type;
   if (!y.defined() || !y.is_cuda() || y.dim() != 4 || !element_type(y.scalar_type(), type))
     return false;
+  // One value per channel: LibTorch's batch norm reports the error that training needs more.
+  if (bn.is_training() && y.size(0) * y.size(2) * y.size(3) < 2) return false;
   const auto& o = bn.options;
   if (!o.affine() || !o.track_running_stats() || !o.momentum().has_value()) return false;
   const auto device = y.device();
