@@ -146,7 +146,6 @@ int run_train(TrainFlags& f) {
   if (f.fast) {
     train::apply_fast_mode(o);
     if (f.amp_dtype_flag->count() > 0) o.precision = train::parse_precision(f.amp_dtype);
-    if (o.parallel != "none") o.cuda_graph = false;  // graphs cannot hold DP threads or DDP hooks
   } else if (f.amp) {
     o.precision = train::parse_precision(f.amp_dtype);
   }

@@ -31,7 +31,7 @@ void apply_fast_mode(TrainOptions& o) {
   // 0.28 s) and its first epoch, with cuDNN's plan set-up, is shorter (BENCHMARKS.md).
   o.precision = Precision::kBFloat16;
   o.channels_last = true;
-  o.cuda_graph = true;
+  o.cuda_graph = o.parallel == "none";  // graphs cannot hold DataParallel's threads or DDP's hooks
   o.last_batch = "drop";  // no ragged batch: one static shape, so one graph and no new cuDNN plans
   o.mode_name = "fast";
 }
@@ -134,6 +134,17 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"sync_bn", o.sync_bn}};
 }
 
+namespace {
+// An epoch's metrics, as the report and the metrics log write them.
+nlohmann::json epoch_json(const EpochStats& e) {
+  return {{"epoch", e.epoch},
+          {"train_loss", e.train_loss},
+          {"test_loss", e.test_loss},
+          {"test_accuracy", e.test_accuracy},
+          {"seconds", e.seconds}};
+}
+}  // namespace
+
 nlohmann::json TrainReport::to_json() const {
   nlohmann::json j;
   j["options"] = options;
@@ -141,13 +152,11 @@ nlohmann::json TrainReport::to_json() const {
   j["total_seconds"] = total_seconds;
   j["train_images_per_second"] = train_images_per_second;
   j["epochs"] = nlohmann::json::array();
-  for (const auto& e : epochs)
-    j["epochs"].push_back({{"epoch", e.epoch},
-                           {"train_loss", e.train_loss},
-                           {"test_loss", e.test_loss},
-                           {"test_accuracy", e.test_accuracy},
-                           {"seconds", e.seconds},
-                           {"train_images", e.train_images}});
+  for (const auto& e : epochs) {
+    auto je = epoch_json(e);
+    je["train_images"] = e.train_images;
+    j["epochs"].push_back(je);
+  }
   j["final_test_accuracy"] = epochs.empty() ? 0.0 : epochs.back().test_accuracy;
   return j;
 }
@@ -178,7 +187,7 @@ class Stepper {
           std::vector<torch::Device> dp_devices)
       : o_(o), device_(device), model_(std::move(model)),
         sgd_(model_->parameters(), o.sgd),
-        graphs_(o.cuda_graph), dp_devices_(std::move(dp_devices)) {
+        dp_devices_(std::move(dp_devices)) {
     if (dist) {
       // Every rank starts from rank 0's weights, as DDP's constructor does.
       dist->broadcast_from_rank0(sgd_.flat_params());
@@ -223,7 +232,7 @@ class Stepper {
   // Full-size batches go through the graph once it is captured; warm-up and short batches run eagerly.
   void run(const data::ArrayBatch& b, StepGraph& graph, torch::Tensor& sx, torch::Tensor& sy,
            int& eager_steps, const StepFn& step) {
-    const bool static_shape = graphs_ && b.x.size(0) == o_.batch;
+    const bool static_shape = o_.cuda_graph && b.x.size(0) == o_.batch;
     if (static_shape && (graph.captured() || eager_steps >= kEagerStepsBeforeCapture)) {
       if (!graph.captured()) {
         sx = b.x.clone();
@@ -236,8 +245,7 @@ class Stepper {
       graph.replay();
       return;
     }
-    CudnnBenchmarkOff heuristics_only(o_.cudnn_benchmark && !o_.cudnn_benchmark_all_shapes &&
-                                      b.x.size(0) != o_.batch);
+    CudnnBenchmarkOff heuristics_only(o_.benchmarks_full_batch_only() && b.x.size(0) != o_.batch);
     step(b.x, b.y, b.size);
     ++eager_steps;
   }
@@ -256,7 +264,7 @@ class Stepper {
     sgd_.zero_grad();
     torch::Tensor loss;
     {
-      AutocastScope autocast(device_.type(), o_.precision, /*cache=*/!graphs_);
+      AutocastScope autocast(device_.type(), o_.precision, /*cache=*/!o_.cuda_graph);
       loss = torch::nn::functional::cross_entropy(forward(prepare(x)), y);
     }
     if (reducer_) reducer_->begin();
@@ -277,7 +285,7 @@ class Stepper {
     torch::NoGradGuard no_grad;
     torch::Tensor out;
     {
-      AutocastScope autocast(device_.type(), o_.precision, /*cache=*/!graphs_);
+      AutocastScope autocast(device_.type(), o_.precision, /*cache=*/!o_.cuda_graph);
       out = forward(prepare(x));
     }
     correct_.add_(out.argmax(1).eq(y).sum());
@@ -291,7 +299,6 @@ class Stepper {
   models::ThinNet model_;
   FlatSgd sgd_;
   std::optional<GradScaler> scaler_;
-  bool graphs_;
   StepGraph train_graph_, eval_graph_;
   torch::Tensor train_x_, train_y_, eval_x_, eval_y_;
   int eager_train_steps_ = 0, eager_eval_steps_ = 0;
@@ -319,7 +326,7 @@ std::unique_ptr<data::BatchLoader> make_loader(const TrainOptions& o, const data
   lo.drop_last = train && o.last_batch == "drop";
   // Static eval shapes for graphs and for a cuDNN benchmark of the full batch only; padding rows
   // are ignored.
-  lo.pad_last = !train && (o.cuda_graph || (o.cudnn_benchmark && !o.cudnn_benchmark_all_shapes));
+  lo.pad_last = !train && (o.cuda_graph || o.benchmarks_full_batch_only());
   lo.workers = o.workers;
   lo.device = device;
   return o.loader == "device" ? data::make_device_loader(d, lo) : data::make_host_loader(d, lo);
@@ -407,13 +414,14 @@ TrainReport train(const TrainOptions& o, const std::function<void(const EpochSta
   report.options["world_size"] = world.world;
   report.device = device.str();
   if (dist) report.device += " x" + std::to_string(world.world) + " ranks (" + dist->backend() + ")";
-  if (o.parallel == "dp") report.device += " x" + std::to_string(dp_devices(o).size()) + " GPUs (DataParallel)";
+  const auto dp = dp_devices(o);
+  if (o.parallel == "dp") report.device += " x" + std::to_string(dp.size()) + " GPUs (DataParallel)";
   log.write({{"event", "start"}, {"options", report.options}, {"device", report.device}});
 
   SideStreamScope side_stream(o.cuda_graph ? device : torch::Device(torch::kCPU));
   // Model, optimizer and DDP set-up (its broadcast starts NCCL) stay outside the timed region, as
   // in the peer, whose clock starts once the model, optimizer and DDP wrapper exist.
-  Stepper stepper(model, o, device, dist.get(), dp_devices(o));
+  Stepper stepper(model, o, device, dist.get(), dp);
   Timer total;  // from here: data to the device, all epochs, all tests
   auto train_loader = make_loader(o, dataset.train, device, world, true);
   auto test_loader = make_loader(o, dataset.test, device, world, false);
@@ -453,8 +461,9 @@ TrainReport train(const TrainOptions& o, const std::function<void(const EpochSta
     e.seconds = timer.seconds();
     train_images += e.train_images;
     report.epochs.push_back(e);
-    log.write({{"event", "epoch"}, {"epoch", e.epoch}, {"train_loss", e.train_loss},
-               {"test_loss", e.test_loss}, {"test_accuracy", e.test_accuracy}, {"seconds", e.seconds}});
+    auto entry = epoch_json(e);
+    entry["event"] = "epoch";
+    log.write(entry);
     if (on_epoch && is_main) on_epoch(e);
   }
   report.total_seconds = total.seconds();

@@ -30,6 +30,7 @@ struct TrainOptions {
   // heuristics and short test batches are padded, since tuning a shape seen once per epoch costs
   // more than it saves.  true: tune every new shape (PyTorch's cudnn.benchmark behaviour).
   bool cudnn_benchmark_all_shapes = false;
+  bool benchmarks_full_batch_only() const { return cudnn_benchmark && !cudnn_benchmark_all_shapes; }
   Precision precision = Precision::kFloat32;  // --amp picks fp16 (with grad scaler) or bf16
   bool channels_last = false;
   std::string loader = "host";  // host | device
@@ -53,8 +54,8 @@ struct TrainOptions {
 };
 
 // The fastest configuration for this workload on a GPU: device-resident data, bf16 autocast,
-// channels_last, CUDA-graph steps, the short last training batch dropped and
-// eval batches padded, so every step has one static shape.
+// channels_last, CUDA-graph steps (single-device runs: o.parallel is read), the short last
+// training batch dropped and eval batches padded, so every step has one static shape.
 void apply_fast_mode(TrainOptions& o);
 
 // "auto" (the first GPU if one is visible, else the CPU), "cpu", "cuda" or "cuda:N", checked against
@@ -67,7 +68,7 @@ void validate(const TrainOptions& o);
 struct EpochStats {
   int epoch = 0;
   double train_loss = 0, test_loss = 0, test_accuracy = 0, seconds = 0;
-  int64_t train_images = 0, skipped_steps = 0;
+  int64_t train_images = 0;
 };
 
 struct TrainReport {
