@@ -4,12 +4,11 @@
 #include <torch/serialize.h>
 #include <torch/torch.h>
 
-#include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <iterator>
 
 #include "faster/core/error.h"
+#include "faster/tools/file_io.h"
 
 namespace faster::train {
 namespace fs = std::filesystem;
@@ -29,18 +28,7 @@ void save_state_dict(const torch::nn::Module& module, const fs::path& path) {
   for (const auto& [name, t] : named_state(module))
     dict.insert(name, t.detach().to(torch::kCPU).contiguous().clone());  // own, compact storage
   const auto bytes = torch::pickle_save(dict);
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) FASTER_THROW(path.string(), ": cannot write (", std::strerror(errno), ")");
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) {
-      fs::remove(tmp);
-      FASTER_THROW(path.string(), ": write failed");
-    }
-  }
-  fs::rename(tmp, path);
+  tools::write_file_atomic(path, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
 }
 
 void load_state_dict(torch::nn::Module& module, const fs::path& path) {
