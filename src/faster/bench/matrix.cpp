@@ -9,6 +9,8 @@
 #include <cstring>
 
 #include "faster/core/error.h"
+#include "faster/core/fd.h"
+#include "faster/core/process.h"
 
 namespace faster::bench {
 
@@ -89,22 +91,22 @@ int run_process(const std::string& exe, const std::vector<std::string>& args, co
   argv.push_back(const_cast<char*>(exe.c_str()));
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) FASTER_THROW(log, ": cannot write (", std::strerror(errno), ")");
+  Fd fd(open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644));
+  if (fd.get() < 0) FASTER_THROW(log, ": cannot write (", std::strerror(errno), ")");
   const pid_t pid = fork();
   if (pid < 0) FASTER_THROW("fork failed: ", std::strerror(errno));
   if (pid == 0) {
-    dup2(fd, STDOUT_FILENO);
-    dup2(fd, STDERR_FILENO);
+    dup2(fd.get(), STDOUT_FILENO);
+    dup2(fd.get(), STDERR_FILENO);
     setenv("FASTER_PROGRESS", "plain", 1);
     execv(exe.c_str(), argv.data());
     _exit(127);
   }
-  close(fd);
+  fd.close();
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return wait_exit_code(status);
 }
 
 }  // namespace faster::bench

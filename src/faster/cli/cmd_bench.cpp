@@ -24,13 +24,6 @@ struct BenchFlags {
   int64_t train_limit = -1, test_limit = -1;
 };
 
-std::string self_exe() {
-  std::error_code ec;
-  auto p = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) FASTER_THROW("cannot find the faster program (/proc/self/exe)");
-  return p.string();
-}
-
 bench::Run run_once(const bench::Cell& cell, const bench::BenchOptions& o, int index) {
   const std::string stem = (fs::path(o.out_dir) / ("run-" + std::to_string(index))).string();
   const std::string json = stem + ".json", log = stem + ".log";

@@ -1,7 +1,6 @@
 // `faster train`: flags -> TrainOptions, then the trainer; one line per epoch and a summary.
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 
 #include "faster/cli/command.h"
@@ -26,13 +25,12 @@ struct TrainFlags {
   int nproc = 0;
 };
 
-// This program's command line, from /proc (the launcher restarts it with the same arguments).
-std::vector<std::string> own_args(std::string& exe) {
+// This program's arguments, without its name, from /proc (the launcher restarts it with them).
+std::vector<std::string> own_args() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
   std::vector<std::string> args;
   std::string a;
   while (std::getline(in, a, '\0')) args.push_back(a);
-  exe = std::filesystem::read_symlink("/proc/self/exe").string();
   if (!args.empty()) args.erase(args.begin());
   return args;
 }
@@ -134,10 +132,8 @@ int run_train(TrainFlags& f) {
       FASTER_THROW("--nproc given inside an already launched job (RANK or SLURM_PROCID is set)");
     train::LaunchOptions lo;
     lo.nproc = f.nproc;
-    auto args = own_args(lo.exe);
-    std::vector<char*> ptrs{lo.exe.data()};
-    for (auto& a : args) ptrs.push_back(a.data());
-    lo.args = train::without_nproc(static_cast<int>(ptrs.size()), ptrs.data());
+    lo.exe = self_exe();
+    lo.args = train::without_nproc(own_args());
     return train::launch_local(lo);
   }
   o.blocks = models::parse_int_list(f.blocks, "--blocks");

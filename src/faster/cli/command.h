@@ -23,6 +23,9 @@ struct Command {
 std::vector<Command>& commands();
 bool register_command(int order, AddCommand add);
 
+// Path of the running faster program (to start more of it: bench runs, DDP ranks).
+std::string self_exe();
+
 }  // namespace faster::cli
 
 #define FASTER_REGISTER_COMMAND(order, fn) \

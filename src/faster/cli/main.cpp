@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <string>
 
 #include "faster/cli/command.h"
 #include "faster/core/error.h"
@@ -19,6 +21,13 @@ std::vector<Command>& commands() {
 bool register_command(int order, AddCommand add) {
   commands().push_back({order, std::move(add)});
   return true;
+}
+
+std::string self_exe() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) FASTER_THROW("cannot find the faster program (/proc/self/exe)");
+  return p.string();
 }
 
 namespace {

@@ -13,6 +13,7 @@
 
 #include "faster/core/error.h"
 #include "faster/core/log.h"
+#include "faster/core/process.h"
 #include "faster/train/parallel/world.h"
 
 namespace faster::train {
@@ -41,10 +42,6 @@ pid_t start_rank(const LaunchOptions& o, int rank, int port) {
   _exit(127);
 }
 
-int exit_code(int status) {
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 // Stops the ranks still running: SIGTERM, then SIGKILL after the grace period.
 void stop_all(std::vector<pid_t>& pids, int grace_seconds) {
   for (pid_t p : pids)
@@ -69,10 +66,10 @@ void stop_all(std::vector<pid_t>& pids, int grace_seconds) {
 
 }  // namespace
 
-std::vector<std::string> without_nproc(int argc, char** argv) {
+std::vector<std::string> without_nproc(const std::vector<std::string>& args) {
   std::vector<std::string> out;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
     if (a == "--nproc") {
       ++i;
       continue;
@@ -85,18 +82,15 @@ std::vector<std::string> without_nproc(int argc, char** argv) {
 
 int launch_local(const LaunchOptions& o) {
   if (o.nproc < 1) FASTER_THROW("--nproc must be at least 1 (got ", o.nproc, ")");
-  int port = o.master_port;
-  if (port == 0) {
-    const char* env = std::getenv("MASTER_PORT");
-    port = env ? std::atoi(env) : free_local_port();
-  }
+  const char* env = std::getenv("MASTER_PORT");
+  const int port = env ? std::atoi(env) : free_local_port();
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   std::vector<pid_t> pids;
   for (int r = 0; r < o.nproc; ++r) pids.push_back(start_rank(o, r, port));
-  int result = 0, running = o.nproc;
+  int running = o.nproc;
   while (running > 0) {
     int status = 0;
     const pid_t pid = waitpid(-1, &status, 0);
@@ -114,7 +108,7 @@ int launch_local(const LaunchOptions& o) {
     const int rank = static_cast<int>(it - pids.begin());
     *it = 0;
     --running;
-    const int code = exit_code(status);
+    const int code = wait_exit_code(status);
     if (code != 0) {
       log::warn("launcher: rank ", rank, (WIFSIGNALED(status) ? " was killed by signal " : " exited with code "),
                 WIFSIGNALED(status) ? WTERMSIG(status) : code, "; stopping the other ranks");
@@ -122,7 +116,7 @@ int launch_local(const LaunchOptions& o) {
       return code;
     }
   }
-  return result;
+  return 0;
 }
 
 }  // namespace faster::train

@@ -12,14 +12,14 @@ struct LaunchOptions {
   int nproc = 1;
   std::string exe;                // the program to start (this one)
   std::vector<std::string> args;  // its arguments, without --nproc
-  int master_port = 0;            // 0: MASTER_PORT from the environment, else a free port
   int grace_seconds = 10;         // SIGTERM, then SIGKILL after this long
 };
 
+// MASTER_PORT comes from the environment, else a free local port is taken.
 // Returns 0 when every rank exits 0; else the first failing rank's exit code (128+signal if killed).
 int launch_local(const LaunchOptions& o);
 
-// This program's own arguments with `--nproc N` / `--nproc=N` removed.
-std::vector<std::string> without_nproc(int argc, char** argv);
+// Program arguments (without the program name) with `--nproc N` / `--nproc=N` removed.
+std::vector<std::string> without_nproc(const std::vector<std::string>& args);
 
 }  // namespace faster::train
