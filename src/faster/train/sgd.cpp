@@ -7,7 +7,9 @@
 #include "faster/core/error.h"
 
 namespace faster::train {
+namespace {
 
+// A tensor's elements in the order they sit in memory (a view when the tensor is dense).
 torch::Tensor memory_order_flat(const torch::Tensor& t) {
   // Permute the dimensions by decreasing stride: a dense tensor then reads in memory order.
   std::vector<int64_t> dims(t.dim());
@@ -15,6 +17,21 @@ torch::Tensor memory_order_flat(const torch::Tensor& t) {
   std::stable_sort(dims.begin(), dims.end(),
                    [&](int64_t a, int64_t b) { return t.stride(a) > t.stride(b); });
   return t.permute(dims).reshape({-1});
+}
+
+torch::Tensor layout_like(const torch::Tensor& grad, const torch::Tensor& param) {
+  // AccumulateGrad gives gradients their parameter's layout; copy only where one does not.
+  if (grad.strides() == param.strides()) return grad;
+  auto like = torch::empty_strided(param.sizes(), param.strides(), grad.options());
+  like.copy_(grad);
+  return like;
+}
+
+}  // namespace
+
+torch::Tensor flat_grad_of(const torch::Tensor& param) {
+  const auto& g = param.grad();
+  return g.defined() ? memory_order_flat(layout_like(g, param)) : torch::Tensor();
 }
 
 FlatSgd::FlatSgd(std::vector<torch::Tensor> params, SgdOptions options)
@@ -42,21 +59,12 @@ void FlatSgd::zero_grad() {
   for (auto& p : params_) p.mutable_grad() = torch::Tensor();
 }
 
-torch::Tensor layout_like(const torch::Tensor& grad, const torch::Tensor& param) {
-  // AccumulateGrad gives gradients their parameter's layout; copy only where one does not.
-  if (grad.strides() == param.strides()) return grad;
-  auto like = torch::empty_strided(param.sizes(), param.strides(), grad.options());
-  like.copy_(grad);
-  return like;
-}
-
 torch::Tensor FlatSgd::flat_grad() const {
   std::vector<torch::Tensor> parts;
   parts.reserve(params_.size());
   for (const auto& p : params_) {
-    const auto& g = p.grad();
-    parts.push_back(g.defined() ? memory_order_flat(layout_like(g, p))
-                                : torch::zeros({p.numel()}, p.options()));
+    auto g = flat_grad_of(p);
+    parts.push_back(g.defined() ? g : torch::zeros({p.numel()}, p.options()));
   }
   return torch::cat(parts);
 }

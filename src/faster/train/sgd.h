@@ -33,8 +33,6 @@ class FlatSgd {
   const std::vector<torch::Tensor>& params() const { return params_; }
   // Offsets (in elements) of each parameter in the flat buffer.
   const std::vector<int64_t>& offsets() const { return offsets_; }
-  const SgdOptions& options() const { return options_; }
-  void set_lr(double lr) { options_.lr = lr; }
 
  private:
   std::vector<torch::Tensor> params_;
@@ -43,10 +41,9 @@ class FlatSgd {
   SgdOptions options_;
 };
 
-// A tensor's elements in the order they sit in memory (a view when the tensor is dense).
-torch::Tensor memory_order_flat(const torch::Tensor& t);
-// `grad` with the strides of `param` (itself when they match), so that memory_order_flat of it lines
-// up with the parameter's slice of the flat buffer.
-torch::Tensor layout_like(const torch::Tensor& grad, const torch::Tensor& param);
+// `param`'s gradient as a flat tensor that lines up with the parameter's slice of the flat buffer
+// (its memory order; a view where the gradient already has the parameter's strides); undefined
+// when the parameter has no gradient.
+torch::Tensor flat_grad_of(const torch::Tensor& param);
 
 }  // namespace faster::train

@@ -75,7 +75,8 @@ void GradReducer::begin() {
 void GradReducer::on_ready(size_t k) {
   const auto& p = params_[k];
   auto segment = flat_.narrow(0, offsets_[k], p.numel());
-  if (p.grad().defined()) segment.copy_(memory_order_flat(layout_like(p.grad(), p)));
+  const auto g = flat_grad_of(p);
+  if (g.defined()) segment.copy_(g);
   else segment.zero_();
   std::lock_guard<std::mutex> lock(mutex_);
   auto& b = buckets_[bucket_of_[k]];

@@ -26,8 +26,6 @@ class GradReducer {
   // After backward: launches what is left, waits, and returns the gradient averaged over ranks.
   torch::Tensor finish();
 
-  int buckets() const { return static_cast<int>(buckets_.size()); }
-
  private:
   struct Bucket {
     int64_t begin = 0, end = 0;  // element range in the flat buffer
