@@ -25,15 +25,12 @@ namespace {
 constexpr int kMarginPixels = 4;
 constexpr int kRowsPerRead = 16;
 
-
 // Warnings are silent, except running out of data: libjpeg would pad a truncated file with grey and
 // call it a success; we want the sample counted as bad instead (PIL refuses truncated files too).
 void on_message(j_common_ptr cinfo, int level) {
   if (level < 0 && cinfo->err->msg_code == JWRN_JPEG_EOF) jpeg_error_exit(cinfo);
   if (level < 0) cinfo->err->num_warnings++;
 }
-
-void silent_output(j_common_ptr) {}
 
 JpegColor color_of(J_COLOR_SPACE space) {
   switch (space) {
@@ -110,11 +107,8 @@ struct JpegDecoder::Impl {
   std::vector<uint8_t> cmyk_rows;  // CMYK scanlines before conversion; kept between images
 
   Impl() {
-    cinfo.err = jpeg_std_error(&err.pub);
-    err.pub.error_exit = jpeg_error_exit;
+    cinfo.err = install_jpeg_errors(err);
     err.pub.emit_message = on_message;
-    err.pub.output_message = silent_output;
-    err.message[0] = '\0';
     jpeg_create_decompress(&cinfo);
   }
   ~Impl() { jpeg_destroy_decompress(&cinfo); }

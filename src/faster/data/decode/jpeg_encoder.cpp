@@ -14,9 +14,6 @@
 namespace faster::data {
 namespace {
 
-
-void silent_output(j_common_ptr) {}
-
 struct VectorDestination {
   jpeg_destination_mgr pub;  // first member, as above
   std::vector<uint8_t>* out;
@@ -54,9 +51,7 @@ struct JpegEncoder::Impl {
   VectorDestination dest;
 
   Impl() {
-    cinfo.err = jpeg_std_error(&err.pub);
-    err.pub.error_exit = jpeg_error_exit;
-    err.pub.output_message = silent_output;
+    cinfo.err = install_jpeg_errors(err);
     jpeg_create_compress(&cinfo);
     dest.pub.init_destination = init_destination;
     dest.pub.empty_output_buffer = empty_output_buffer;

@@ -22,4 +22,15 @@ struct JpegErrorManager {
   std::longjmp(err->jump, 1);
 }
 
+inline void jpeg_silent_output(j_common_ptr) {}
+
+// Sets up `err` (fatal errors longjmp to err.jump, nothing printed) and returns it for cinfo.err.
+inline jpeg_error_mgr* install_jpeg_errors(JpegErrorManager& err) {
+  jpeg_error_mgr* pub = jpeg_std_error(&err.pub);
+  err.pub.error_exit = jpeg_error_exit;
+  err.pub.output_message = jpeg_silent_output;
+  err.message[0] = '\0';
+  return pub;
+}
+
 }  // namespace faster::data
