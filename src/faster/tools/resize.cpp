@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "faster/core/error.h"
+#include "faster/core/fd.h"
 #include "faster/core/log.h"
 #include "faster/core/progress.h"
 #include "faster/core/timer.h"
@@ -38,12 +39,10 @@ bool not_older(const timespec& a, const timespec& b) {
 }
 
 bool ends_with_jpeg_eoi(const fs::path& path, off_t size) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return false;
   unsigned char tail[2] = {0, 0};
-  const bool ok = ::pread(fd, tail, 2, size - 2) == 2 && tail[0] == 0xFF && tail[1] == 0xD9;
-  ::close(fd);
-  return ok;
+  return ::pread(fd.get(), tail, 2, size - 2) == 2 && tail[0] == 0xFF && tail[1] == 0xD9;
 }
 
 // An output is done when it was renamed into place after its source last changed and has not been

@@ -94,9 +94,7 @@ ImageLoader::ImageLoader(std::shared_ptr<const Source> source, LoaderOptions opt
       copy_(options.device, ring_slots(options)) {
   const int slots = ring_slots(options_);
   const int s = options_.train ? options_.size : options_.val_size;
-  // With nvJPEG the host ring only carries CPU-decoded images into the device batch: uint8.
-  const auto dtype =
-      options_.output == OutputType::kUint8 || gpu() ? torch::kUInt8 : torch::kFloat32;
+  const auto dtype = host_uint8() ? torch::kUInt8 : torch::kFloat32;
   const auto host = torch::TensorOptions().pinned_memory(copy_.wants_pinned());
   const std::vector<int64_t> shape = batch_shape(options_.layout, options_.batch, s);
   ring_.resize(slots);
@@ -357,7 +355,7 @@ bool ImageLoader::load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slo
     w.resized.reshape(s, s, 3);
     w.resampler.resample(w.decoded.view(), region, w.resized.mutable_view(), options_.filter);
     const int64_t per_image = int64_t{3} * s * s;
-    if (options_.output == OutputType::kUint8 || gpu())
+    if (host_uint8())
       store_uint8(w.resized.view(), flip, options_.layout,
                   slot.images.data_ptr<uint8_t>() + position * per_image);
     else

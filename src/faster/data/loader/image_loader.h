@@ -107,6 +107,8 @@ class ImageLoader {
   LoaderStats stats() const;
   void reset_stats();
   const LoaderOptions& options() const { return options_; }
+  // Whether batches leave the ring as uint8 and are normalized on the device (float output).
+  bool normalizes_on_device() const { return mean_.defined(); }
   std::string describe_device() const;
   // Bytes of host batch memory, allocated once.
   int64_t ring_bytes() const;
@@ -137,6 +139,9 @@ class ImageLoader {
   void stage_loop(int id);
   void run_stage(Stage& st, Slot& slot);
   bool gpu() const { return options_.decode == DecodeOn::kNvjpeg; }
+  // The host ring holds uint8 images: uint8 output, or nvJPEG (the ring only carries CPU-decoded
+  // images into the device batch).
+  bool host_uint8() const { return options_.output == OutputType::kUint8 || gpu(); }
   void stop_workers();
   void reset_stats_locked();
   void wait_idle(std::unique_lock<std::mutex>& lock);

@@ -30,9 +30,8 @@ std::string describe_transform(const LoaderOptions& o, bool normalized_on_device
   std::string s = buf;
   s += std::string(", ") + to_string(o.output) + " " + to_string(o.layout);
   if (o.decode == DecodeOn::kNvjpeg)
-    s += o.output == OutputType::kFloat || normalized_on_device
-             ? " (decoded, resized and normalized on the GPU)"
-             : " (decoded and resized on the GPU)";
+    s += normalized_on_device ? " (decoded, resized and normalized on the GPU)"
+                              : " (decoded and resized on the GPU)";
   else if (o.output == OutputType::kFloat)
     s += " (normalized by workers)";
   else if (normalized_on_device)
@@ -86,8 +85,7 @@ LoadReport run_load_benchmark(const LoadBenchOptions& o) {
   r.device = loader.describe_device();
   r.workers = o.loader.workers, r.batch = o.loader.batch;
   r.gpu_stages = o.loader.decode == DecodeOn::kNvjpeg ? o.loader.gpu_stages : 0;
-  r.transform =
-      describe_transform(o.loader, o.loader.device.is_cuda() && o.loader.normalize_on_device);
+  r.transform = describe_transform(o.loader, loader.normalizes_on_device());
   const int64_t per_epoch = loader.batches_per_epoch();
   const int64_t measured = o.batches > 0 ? o.batches : per_epoch * o.epochs;
   const int64_t warmup = o.warmup >= 0 ? o.warmup : std::min<int64_t>(5, per_epoch / 5);
@@ -141,7 +139,7 @@ void print_load_report(const LoadReport& r, bool decode_only) {
               r.images_per_s(), r.mb_per_s(), static_cast<long long>(r.images),
               static_cast<long long>(r.batches), r.seconds);
   const auto& s = r.stats;
-  if (s.gpu_images > 0 || r.gpu_stages > 0)
+  if (r.gpu_stages > 0)
     std::printf(
         "GPU decode: %lld of %lld images on the GPU (%d stage threads), the rest on the "
         "CPU\n",
