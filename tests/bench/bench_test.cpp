@@ -84,7 +84,7 @@ TEST(Bench, TableHasBaselineRowsColumnsAndFastLine) {
 }
 
 TEST(Bench, ShortCpuRunWritesTableJsonAndChart) {
-  if (test::fashion_mnist_dir().empty()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  REQUIRE_FASHION_MNIST();
   test::TempDir d;
   const auto r = test::run_faster("bench --cpu --epochs 1 --train-limit 256 --test-limit 128 "
                                   "--blocks 0,0,0 --batch 64 --filters 8,16,32 --out " + d.path().string() +

@@ -65,7 +65,7 @@ TEST(Cli, EnvPrintsJson) {
 }
 
 TEST(Cli, TrainRunsAndWritesJsonAndMetrics) {
-  if (test::fashion_mnist_dir().empty()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  REQUIRE_FASHION_MNIST();
   test::TempDir d;
   const auto r = test::run_faster("train --device cpu --epochs 2 --blocks 0,0,0 --filters 8,16,32 --train-limit 512 "
                                   "--test-limit 256 --batch 128 --json " + (d / "r.json").string() +

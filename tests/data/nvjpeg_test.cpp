@@ -16,9 +16,6 @@
 namespace faster::data {
 namespace {
 
-#define SKIP_WITHOUT_GPU() \
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA GPU visible"
-
 // Image i of a [n, 3, s, s] uint8 batch (any device) as an HWC buffer.
 void to_hwc(const torch::Tensor& batch, int i, ImageBuffer& out) {
   const auto t = batch[i].permute({1, 2, 0}).contiguous().cpu();

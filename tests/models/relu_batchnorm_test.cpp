@@ -7,12 +7,10 @@
 
 #include "faster/models/relu_batchnorm.h"
 #include "faster/models/thinnet.h"
+#include "support/test_support.h"
 
 namespace faster::models {
 namespace {
-
-#define SKIP_WITHOUT_GPU() \
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA GPU visible"
 
 struct Case {
   int64_t n, c, h, w;

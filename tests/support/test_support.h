@@ -42,3 +42,12 @@ std::filesystem::path fashion_mnist_dir();
 std::string fashion_mnist_flag();
 
 }  // namespace faster::test
+
+// Skips the current test where Fashion-MNIST is not installed.
+#define REQUIRE_FASHION_MNIST()                    \
+  if (::faster::test::fashion_mnist_dir().empty()) \
+  GTEST_SKIP() << "dataset-fashion-mnist not installed"
+
+// Skips the current test where no CUDA GPU is visible (LibTorch tests only).
+#define SKIP_WITHOUT_GPU() \
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA GPU visible"

@@ -21,9 +21,6 @@ const std::string kSmall =
     "--lr 0.05 --workers 1" +
     test::fashion_mnist_flag();
 
-#define REQUIRE_FASHION_MNIST() \
-  if (test::fashion_mnist_dir().empty()) GTEST_SKIP() << "dataset-fashion-mnist not installed"
-
 // Loads two state_dicts into ThinNets and returns the largest parameter/buffer difference.
 double max_difference(const std::string& a, const std::string& b, const std::string& norm,
                       std::string* worst_name = nullptr) {

@@ -27,9 +27,6 @@ TrainOptions small_run() {
   return o;
 }
 
-#define REQUIRE_FASHION_MNIST() \
-  if (test::fashion_mnist_dir().empty()) GTEST_SKIP() << "dataset-fashion-mnist not installed"
-
 TEST(Train, LearnsFashionMnistOnCpu) {
   REQUIRE_FASHION_MNIST();
   auto o = small_run();
