@@ -22,8 +22,8 @@ python3 - "$out" "$runs" <<'PY'
 import json, sys, statistics
 out, runs = sys.argv[1], int(sys.argv[2])
 def med(name):
-    v = sorted((json.load(open(f'{out}/{name}_{i}.json'))['total_seconds'],
-                json.load(open(f'{out}/{name}_{i}.json'))['final_test_accuracy']) for i in range(1, runs + 1))
+    reports = [json.load(open(f'{out}/{name}_{i}.json')) for i in range(1, runs + 1)]
+    v = sorted((j['total_seconds'], j['final_test_accuracy']) for j in reports)
     return v[(len(v) - 1) // 2], [round(t, 2) for t, _ in v]
 (s, sa), sr = med('single'); (d, da), dr = med('ddp1')
 print(f'single GPU      median {s:.2f} s acc {sa:.2f}  runs {sr}')
