@@ -22,7 +22,7 @@ const std::string kSmall =
     test::fashion_mnist_flag();
 
 // Loads two state_dicts into ThinNets and returns the largest parameter/buffer difference.
-double max_difference(const std::string& a, const std::string& b, const std::string& norm,
+double max_difference(const std::string& a, const std::string& b, models::Norm norm,
                       std::string* worst_name = nullptr) {
   models::ThinNetOptions o;
   o.blocks = {0, 0, 0};
@@ -46,7 +46,7 @@ double max_difference(const std::string& a, const std::string& b, const std::str
 
 // 8 steps: two ranks with batch 32 each against one process with batch 64 over the same samples.
 void expect_ddp_equals_combined_batch(const std::string& ddp_flags, const std::string& single_flags,
-                                      const std::string& norm, double tolerance = 1e-4) {
+                                      models::Norm norm, double tolerance = 1e-4) {
   test::TempDir d;
   const auto ddp = test::run_faster("train --parallel ddp --nproc 2 --batch 32" + kSmall + ddp_flags +
                                     " --save " + (d / "ddp.pt").string());
@@ -73,7 +73,7 @@ void expect_ddp_equals_combined_batch(const std::string& ddp_flags, const std::s
 
 TEST(Ddp, TwoGlooRanksEqualOneProcessOnTheCombinedBatchWithoutBatchNorm) {
   REQUIRE_FASHION_MNIST();
-  expect_ddp_equals_combined_batch(" --norm none", " --norm none", "none");
+  expect_ddp_equals_combined_batch(" --norm none", " --norm none", models::Norm::kNone);
 }
 
 TEST(Ddp, TwoGlooRanksWithSyncBnEqualOneProcessOnTheCombinedBatch) {
@@ -81,16 +81,16 @@ TEST(Ddp, TwoGlooRanksWithSyncBnEqualOneProcessOnTheCombinedBatch) {
   // Against one rank with the same SyncBatchNorm code on the combined batch: only the split differs.
   // Partial sums are added in another order; BatchNorm amplifies that rounding (about 2e-4 on the
   // first conv's weights after 8 steps, measured), far below what training moves (> 1e-2).
-  expect_ddp_equals_combined_batch(" --sync-bn", " --parallel ddp --sync-bn", "batch", 5e-4);
+  expect_ddp_equals_combined_batch(" --sync-bn", " --parallel ddp --sync-bn", models::Norm::kBatch, 5e-4);
   // Against LibTorch's own BatchNorm2d (the same function, sync_batchnorm_test proves it in double
   // precision): float32 reductions in another order drift by a few 1e-4 over 8 steps.
-  expect_ddp_equals_combined_batch(" --sync-bn", "", "batch", 1e-3);
+  expect_ddp_equals_combined_batch(" --sync-bn", "", models::Norm::kBatch, 1e-3);
 }
 
 TEST(Ddp, SmallBucketsGiveTheSameResult) {
   REQUIRE_FASHION_MNIST();
   // About 40 KB buckets: several all-reduces per step, launched from the backward hooks.
-  expect_ddp_equals_combined_batch(" --norm none --bucket-mb 0.04", " --norm none", "none");
+  expect_ddp_equals_combined_batch(" --norm none --bucket-mb 0.04", " --norm none", models::Norm::kNone);
 }
 
 // Kills a background job's whole process group when the test ends, whatever happened.

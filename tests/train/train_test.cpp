@@ -50,14 +50,14 @@ TEST(Train, HostAndDeviceLoadersGiveTheSameRun) {
   host.epochs = 2;
   host.train_limit = 600;  // 4 full batches and a short one of 88
   auto device = host;
-  device.loader = "device";
+  device.loader = LoaderKind::kDevice;
   const auto a = train(host), b = train(device);
   for (int e = 0; e < 2; ++e) {
     EXPECT_NEAR(a.epochs[e].train_loss, b.epochs[e].train_loss, 1e-5);
     EXPECT_NEAR(a.epochs[e].test_accuracy, b.epochs[e].test_accuracy, 1e-9);
   }
   auto drop = host;
-  drop.last_batch = "drop";
+  drop.last_batch = data::LastBatch::kDrop;
   drop.epochs = 1;
   EXPECT_EQ(train(drop).epochs[0].train_images, 512);
 }

@@ -16,21 +16,13 @@ namespace {
 struct LoadFlags {
   data::LoadBenchOptions bench;
   int64_t epochs = 0;
-  std::string decode = "cpu", output = "uint8", layout = "nchw", on_bad = "skip", device = "auto";
+  std::string device = "auto";
   std::string json;
   bool val = false;
 };
 
 void apply(LoadFlags& f) {
   auto& o = f.bench.loader;
-  o.decode = data::parse_decode_on(f.decode);
-  if (f.output != "uint8" && f.output != "float")
-    FASTER_THROW("--output must be uint8 or float (got '", f.output, "')");
-  if (f.layout != "nchw" && f.layout != "nhwc")
-    FASTER_THROW("--layout must be nchw or nhwc (got '", f.layout, "')");
-  o.output = f.output == "uint8" ? data::OutputType::kUint8 : data::OutputType::kFloat;
-  o.layout = f.layout == "nchw" ? data::Layout::kNCHW : data::Layout::kNHWC;
-  o.on_bad_image = data::parse_bad_image_policy(f.on_bad);
   o.train = !f.val;
   o.device = train::resolve_device(f.device);
   if (f.epochs < 0 || f.bench.batches < 0) FASTER_THROW("--epochs and --batches must be positive");
@@ -67,11 +59,10 @@ void add_load(CLI::App& root, int& exit_code) {
                 "Evict the dataset from the page cache before timing (posix_fadvise DONTNEED per "
                 "file, and drop_caches where permitted) so the disk is measured; default: warm, "
                 "every file read once first");
-  cmd->add_option("--decode", f->decode,
+  add_enum_option(cmd, "--decode", o.decode, data::kDecodeNames,
                   "Decoder: cpu (libjpeg-turbo in the worker threads) or nvjpeg (batched on the "
                   "GPU: its hardware JPEG decoder where it has one; crop, resize and flip there "
-                  "too; progressive, CMYK and truncated files still go to the CPU)")
-      ->capture_default_str();
+                  "too; progressive, CMYK and truncated files still go to the CPU)");
   cmd->add_option("--cpu-share", o.cpu_share,
                   "With --decode nvjpeg: the fraction of images the worker threads decode on the "
                   "CPU anyway, beside the GPU (0-1)")
@@ -86,15 +77,13 @@ void add_load(CLI::App& root, int& exit_code) {
   cmd->add_option("--val-resize", o.val_resize, "Validation: shorter side resized to this")
       ->capture_default_str();
   cmd->add_option("--val-size", o.val_size, "Validation: center crop side")->capture_default_str();
-  cmd->add_option("--output", f->output,
+  add_enum_option(cmd, "--output", o.output, data::kOutputNames,
                   "uint8 (normalized on the GPU after the copy) or float (normalized by workers "
-                  "with ImageNet mean/std)")
-      ->capture_default_str();
-  cmd->add_option("--layout", f->layout, "nchw or nhwc")->capture_default_str();
-  cmd->add_option("--on-bad-image", f->on_bad,
+                  "with ImageNet mean/std)");
+  add_enum_option(cmd, "--layout", o.layout, data::kLayoutNames, "nchw or nhwc");
+  add_enum_option(cmd, "--on-bad-image", o.on_bad_image, data::kBadImageNames,
                   "skip: replace a corrupt/unreadable image by the next one and count it; fail: "
-                  "stop with its name")
-      ->capture_default_str();
+                  "stop with its name");
   cmd->add_option("--device", f->device, "auto, cpu, cuda or cuda:N")->capture_default_str();
   cmd->add_option("--seed", o.sampler.seed, "Shuffle and crop seed")->capture_default_str();
   cmd->add_flag("--decode-only", f->bench.decode_only,

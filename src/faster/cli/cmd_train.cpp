@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "faster/cli/command.h"
+#include "faster/core/enum_names.h"
 #include "faster/core/error.h"
 #include "faster/models/thinnet.h"
 #include "faster/train/parallel/launch.h"
@@ -12,12 +13,20 @@
 namespace faster::cli {
 namespace {
 
+// The choices of the enum flags that offer part of their enum.
+constexpr EnumName<train::Precision> kAmpDtypes[] = {{"fp16", train::Precision::kFloat16},
+                                                     {"bf16", train::Precision::kBFloat16}};
+constexpr EnumName<data::LastBatch> kTrainLastBatch[] = {{"keep", data::LastBatch::kKeep},
+                                                         {"drop", data::LastBatch::kDrop}};
+constexpr EnumName<models::Norm> kThinNetNorms[] = {{"batch", models::Norm::kBatch},
+                                                    {"none", models::Norm::kNone}};
+
 struct TrainFlags {
   train::TrainOptions o;
   std::string blocks = "3,3,2";
   std::string filters = "32,64,128";
   bool amp = false;
-  std::string amp_dtype = "fp16";
+  train::Precision amp_dtype = train::Precision::kFloat16;
   CLI::Option* amp_dtype_flag = nullptr;
   bool fast = false;
   bool no_fuse = false;
@@ -70,22 +79,16 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
                   "cheaper first steps, maybe slower later ones; 0: all)")
       ->capture_default_str();
   cmd->add_flag("--amp", f.amp, "Mixed precision: autocast the forward pass (see --amp-dtype)");
-  f.amp_dtype_flag = cmd->add_option("--amp-dtype", f.amp_dtype,
+  f.amp_dtype_flag = add_enum_option(cmd, "--amp-dtype", f.amp_dtype, kAmpDtypes,
                   "fp16 (with a dynamic grad scaler that skips steps with inf/NaN gradients) or "
-                  "bf16 (no scaler)")
-      ->check(CLI::IsMember({"fp16", "bf16"}))
-      ->capture_default_str();
+                  "bf16 (no scaler)");
   cmd->add_flag("--channels-last", o.channels_last, "NHWC memory format for weights and inputs");
-  cmd->add_option("--loader", o.loader,
+  add_enum_option(cmd, "--loader", o.loader, train::kLoaderNames,
                   "host: worker threads fill pinned batches copied on a side stream; device: the "
-                  "whole dataset lives on the device as uint8 and batches are gathered there")
-      ->check(CLI::IsMember({"host", "device"}))
-      ->capture_default_str();
+                  "whole dataset lives on the device as uint8 and batches are gathered there");
   cmd->add_option("--workers", o.workers, "Host loader threads")->capture_default_str();
-  cmd->add_option("--last-batch", o.last_batch,
-                  "Short last training batch of an epoch: keep (train on it) or drop")
-      ->check(CLI::IsMember({"keep", "drop"}))
-      ->capture_default_str();
+  add_enum_option(cmd, "--last-batch", o.last_batch, kTrainLastBatch,
+                  "Short last training batch of an epoch: keep (train on it) or drop");
   cmd->add_flag("--cuda-graph", o.cuda_graph,
                 "Capture the train and test steps as CUDA graphs (static shapes; short batches "
                 "run eagerly, test batches are padded)");
@@ -98,19 +101,16 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--save", o.save,
                   "Write the trained weights as a PyTorch state_dict (torch.load reads it)");
   cmd->add_option("--json", f.json, "Write the run's report (options, per-epoch metrics, time) as JSON");
-  cmd->add_option("--norm", o.norm, "ThinNet normalization after each conv+ReLU: batch or none")
-      ->check(CLI::IsMember({"batch", "none"}))
-      ->capture_default_str();
+  add_enum_option(cmd, "--norm", o.norm, kThinNetNorms,
+                  "ThinNet normalization after each conv+ReLU: batch or none");
   cmd->add_flag("--no-fuse", f.no_fuse,
                 "Run ReLU and BatchNorm as LibTorch's separate ops instead of faster's fused CUDA "
                 "kernels (one read of the conv output per pass; used on CUDA by default)");
   auto* par = cmd->add_option_group("Parallel training");
-  par->add_option("--parallel", o.parallel,
+  add_enum_option(par, "--parallel", o.parallel, train::kParallelNames,
                   "none; dp: DataParallel, one process over --gpus GPUs; ddp: DistributedDataParallel, "
                   "a process per GPU (or CPU process with Gloo), started by --nproc, torchrun "
-                  "(--no-python) or Slurm (srun)")
-      ->check(CLI::IsMember({"none", "dp", "ddp"}))
-      ->capture_default_str();
+                  "(--no-python) or Slurm (srun)");
   par->add_option("--nproc", f.nproc,
                   "ddp: start this many local ranks and wait for them (like torch.distributed.launch); "
                   "without it the ranks come from torchrun's or Slurm's environment");
@@ -127,7 +127,7 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
 int run_train(TrainFlags& f) {
   auto& o = f.o;
   if (f.nproc != 0) {
-    if (o.parallel != "ddp") FASTER_THROW("--nproc needs --parallel ddp");
+    if (o.parallel != train::Parallel::kDdp) FASTER_THROW("--nproc needs --parallel ddp");
     if (std::getenv("RANK") || std::getenv("SLURM_PROCID"))
       FASTER_THROW("--nproc given inside an already launched job (RANK or SLURM_PROCID is set)");
     train::LaunchOptions lo;
@@ -141,9 +141,9 @@ int run_train(TrainFlags& f) {
   o.fused = !f.no_fuse;
   if (f.fast) {
     train::apply_fast_mode(o);
-    if (f.amp_dtype_flag->count() > 0) o.precision = train::parse_precision(f.amp_dtype);
+    if (f.amp_dtype_flag->count() > 0) o.precision = f.amp_dtype;
   } else if (f.amp) {
-    o.precision = train::parse_precision(f.amp_dtype);
+    o.precision = f.amp_dtype;
   }
   const auto report = train::train(o, [&](const train::EpochStats& e) {
     std::printf("epoch %d/%d  train loss %.4f  test loss %.4f  test acc %.2f%%  %.2fs\n", e.epoch,

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "faster/core/enum_names.h"
+
 namespace faster::cli {
 
 // Exit code of the data tools when they finished but skipped bad input (0 = all done, 1 = error).
@@ -22,6 +24,20 @@ struct Command {
 
 std::vector<Command>& commands();
 bool register_command(int order, AddCommand add);
+
+// An option whose value is one name of `table`, parsed into `value` as the flag is read; a wrong
+// name ends with faster's one-line error ("--flag must be a or b (got 'x')").
+template <typename E, size_t N>
+CLI::Option* add_enum_option(CLI::App* cmd, const std::string& flag, E& value,
+                             const EnumName<E> (&table)[N], const std::string& help) {
+  return cmd->add_option(flag, value, help)
+      ->transform(
+          [&table, flag](std::string text) {
+            return std::to_string(static_cast<int>(parse_enum(table, text, flag)));
+          },
+          "(" + enum_choices(table) + ")")
+      ->default_str(enum_name(table, value));
+}
 
 // Path of the running faster program (to start more of it: bench runs, DDP ranks).
 std::string self_exe();

@@ -10,9 +10,16 @@
 #include <memory>
 #include <string>
 
+#include "faster/core/enum_names.h"
 #include "faster/core/error.h"
 
 namespace faster::models {
+
+// Normalization after convolutions: BatchNorm2d, SyncBatchNorm over the ranks of a DDP job (same
+// parameter names, models/sync_batchnorm.h) or none (ThinNet only).
+enum class Norm { kBatch, kSync, kNone };
+inline constexpr EnumName<Norm> kNormNames[] = {
+    {"batch", Norm::kBatch}, {"sync", Norm::kSync}, {"none", Norm::kNone}};
 
 // The one call the trainer makes on a network: images [N, C, H, W] -> logits [N, classes].
 class Classifier {

@@ -22,8 +22,8 @@ class ConvBlockImpl : public torch::nn::Cloneable<ConvBlockImpl> {
   void reset() override {
     conv_ = register_module("0", nn::Conv2d(nn::Conv2dOptions(in_, out_, 3).bias(false)));
     relu_ = register_module("1", nn::ReLU(nn::ReLUOptions().inplace(true)));
-    if (options_.norm == "batch") bn_ = register_module("2", nn::BatchNorm2d(out_));
-    if (options_.norm == "sync")
+    if (options_.norm == Norm::kBatch) bn_ = register_module("2", nn::BatchNorm2d(out_));
+    if (options_.norm == Norm::kSync)
       sync_bn_ = register_module("2", SyncBatchNorm2d(out_, options_.sync_all_reduce));
   }
   torch::Tensor forward(torch::Tensor x) {
@@ -53,9 +53,7 @@ ThinNetImpl::ThinNetImpl(const ThinNetOptions& options) : options_(options) {
                  options.blocks.size(), " block counts");
   if (options.in_channels < 1 || options.classes < 2)
     FASTER_THROW("ThinNet: needs at least 1 input channel and 2 classes");
-  if (options.norm != "batch" && options.norm != "sync" && options.norm != "none")
-    FASTER_THROW("ThinNet: norm must be batch, sync or none (got '", options.norm, "')");
-  if (options.norm == "sync" && !options.sync_all_reduce)
+  if (options.norm == Norm::kSync && !options.sync_all_reduce)
     FASTER_THROW("ThinNet: SyncBatchNorm needs a distributed job");
   reset();
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "faster/models/model.h"
 #include "faster/models/sync_batchnorm.h"
 
 namespace faster::models {
@@ -22,9 +23,8 @@ struct ThinNetOptions {
   std::vector<int> filters{32, 64, 128};
   // Duplicate convs per stage after the stage's entry conv; 3,3,2 = the seed table's 11 conv layers.
   std::vector<int> blocks{3, 3, 2};
-  // Normalization after each conv+ReLU: "batch" (BatchNorm2d), "sync" (SyncBatchNorm over the
-  // ranks of a DDP job, through sync_all_reduce) or "none".
-  std::string norm = "batch";
+  // Normalization after each conv+ReLU (kSync: over the ranks of a DDP job, through sync_all_reduce).
+  Norm norm = Norm::kBatch;
   AllReduceSum sync_all_reduce;
   // ReLU + BatchNorm as faster's fused CUDA kernels where they apply (relu_batchnorm.h); false:
   // LibTorch's ReLU and BatchNorm2d everywhere.
@@ -36,11 +36,11 @@ struct ThinNetOptions {
 };
 
 // Cloneable, so DataParallel can replicate it onto several GPUs.
-class ThinNetImpl : public torch::nn::Cloneable<ThinNetImpl> {
+class ThinNetImpl : public torch::nn::Cloneable<ThinNetImpl>, public Classifier {
  public:
   explicit ThinNetImpl(const ThinNetOptions& options);
   void reset() override;
-  torch::Tensor forward(torch::Tensor x);
+  torch::Tensor forward(torch::Tensor x) override;
 
   const ThinNetOptions& options() const { return options_; }
 

@@ -8,21 +8,6 @@
 
 namespace faster::train {
 
-Precision parse_precision(const std::string& text) {
-  if (text == "fp32") return Precision::kFloat32;
-  if (text == "fp16") return Precision::kFloat16;
-  if (text == "bf16") return Precision::kBFloat16;
-  FASTER_THROW("unknown precision '", text, "' (use fp32, fp16 or bf16)");
-}
-
-const char* precision_name(Precision p) {
-  switch (p) {
-    case Precision::kFloat16: return "fp16";
-    case Precision::kBFloat16: return "bf16";
-    default: return "fp32";
-  }
-}
-
 c10::ScalarType precision_dtype(Precision p) {
   switch (p) {
     case Precision::kFloat16: return torch::kHalf;

@@ -6,12 +6,15 @@
 
 #include <string>
 
+#include "faster/core/enum_names.h"
+
 namespace faster::train {
 
 enum class Precision { kFloat32, kFloat16, kBFloat16 };
 
-Precision parse_precision(const std::string& text);  // "fp32", "fp16", "bf16"
-const char* precision_name(Precision p);
+inline constexpr EnumName<Precision> kPrecisionNames[] = {
+    {"fp32", Precision::kFloat32}, {"fp16", Precision::kFloat16}, {"bf16", Precision::kBFloat16}};
+
 c10::ScalarType precision_dtype(Precision p);
 
 // Enables autocast for `device` at `precision` for its lifetime (no-op for fp32), then restores the

@@ -6,6 +6,7 @@ list(APPEND FASTER_BASE_SOURCES
 list(APPEND FASTER_TORCH_SOURCES
   src/faster/train/amp.cpp
   src/faster/train/sgd.cpp
+  src/faster/train/options.cpp
   src/faster/train/trainer.cpp
   src/faster/train/checkpoint.cpp
   src/faster/train/parallel/dist.cpp

@@ -15,7 +15,7 @@
 #include "faster/core/progress.h"
 #include "faster/core/timer.h"
 #include "faster/data/loader/batch_loader.h"
-#include "faster/models/thinnet.h"
+#include "faster/models/registry.h"
 #include "faster/train/checkpoint.h"
 #include "faster/train/parallel/data_parallel.h"
 #include "faster/train/parallel/dist.h"
@@ -24,115 +24,6 @@
 
 namespace faster::train {
 namespace fs = std::filesystem;
-
-void apply_fast_mode(TrainOptions& o) {
-  o.loader = "device";
-  // bf16: with the fused ReLU + BatchNorm kernels its epochs are as fast as fp16's (0.27 vs
-  // 0.28 s) and its first epoch, with cuDNN's plan set-up, is shorter (BENCHMARKS.md).
-  o.precision = Precision::kBFloat16;
-  o.channels_last = true;
-  o.cuda_graph = o.parallel == "none";  // graphs cannot hold DataParallel's threads or DDP's hooks
-  o.last_batch = "drop";  // no ragged batch: one static shape, so one graph and no new cuDNN plans
-  o.mode_name = "fast";
-}
-
-torch::Device resolve_device(const std::string& text) {
-  if (text == "auto")
-    return cuda_device_count() > 0 ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
-  std::optional<torch::Device> dev;
-  try {
-    dev.emplace(text);
-  } catch (const std::exception&) {
-    FASTER_THROW("--device '", text, "' is not a device (use auto, cpu, cuda or cuda:N)");
-  }
-  if (!dev->is_cpu() && !dev->is_cuda())
-    FASTER_THROW("--device '", text, "': only cpu and cuda are supported");
-  if (dev->is_cuda()) {
-    const int n = cuda_device_count();
-    if (n == 0)
-      throw Error("--device " + text + " but no CUDA device is visible",
-                  gpu_info().contains("reason") ? "this build of faster has no CUDA; use --device cpu"
-                                                : "check nvidia-smi and CUDA_VISIBLE_DEVICES");
-    if (dev->index() >= n)
-      FASTER_THROW("--device ", text, " but only ", n, " CUDA device(s) are visible");
-    if (!dev->has_index()) dev = torch::Device(torch::kCUDA, 0);
-  }
-  return *dev;
-}
-
-
-void validate(const TrainOptions& o) {
-  if (o.epochs < 1) FASTER_THROW("--epochs must be at least 1 (got ", o.epochs, ")");
-  if (o.batch < 1) FASTER_THROW("--batch must be at least 1 (got ", o.batch, ")");
-  if (o.workers < 1) FASTER_THROW("--workers must be at least 1 (got ", o.workers, ")");
-  if (!(o.sgd.lr > 0)) FASTER_THROW("--lr must be positive (got ", o.sgd.lr, ")");
-  if (o.sgd.momentum < 0 || o.sgd.momentum >= 1)
-    FASTER_THROW("--momentum must be in [0, 1) (got ", o.sgd.momentum, ")");
-  if (o.sgd.weight_decay < 0) FASTER_THROW("--weight-decay must be >= 0");
-  if (o.sgd.nesterov && o.sgd.momentum == 0) FASTER_THROW("--nesterov needs a non-zero --momentum");
-  if (o.loader != "host" && o.loader != "device")
-    FASTER_THROW("--loader must be host or device (got '", o.loader, "')");
-  if (o.cudnn_benchmark_all_shapes && !o.cudnn_benchmark)
-    FASTER_THROW("--cudnn-benchmark-all-shapes needs --cudnn-benchmark");
-  if (o.cudnn_benchmark_limit < 0)
-    FASTER_THROW("--cudnn-benchmark-limit must be 0 (all) or more (got ", o.cudnn_benchmark_limit,
-                 ")");
-  if (o.last_batch != "keep" && o.last_batch != "drop")
-    FASTER_THROW("--last-batch must be keep or drop (got '", o.last_batch, "')");
-  if (o.parallel != "none" && o.parallel != "dp" && o.parallel != "ddp")
-    FASTER_THROW("--parallel must be none, dp or ddp (got '", o.parallel, "')");
-  if (o.sync_bn && o.parallel != "ddp") FASTER_THROW("--sync-bn needs --parallel ddp");
-  if (o.sync_bn && o.norm != "batch") FASTER_THROW("--sync-bn needs --norm batch");
-  if (o.norm != "batch" && o.norm != "none") FASTER_THROW("--norm must be batch or none");
-  if (!(o.bucket_mb > 0)) FASTER_THROW("--bucket-mb must be positive");
-  if (o.dist_timeout_s < 1) FASTER_THROW("--dist-timeout must be at least 1 second");
-  if (o.parallel == "ddp" && o.cuda_graph)
-    FASTER_THROW("--cuda-graph cannot capture DDP's all-reduce; drop it with --parallel ddp");
-  const auto dev = resolve_device(o.device);
-  if (o.parallel == "dp") {
-    if (!dev.is_cuda() || !data_parallel_available())
-      FASTER_THROW("--parallel dp needs CUDA GPUs (use --parallel ddp for CPU processes)");
-    if (o.gpus > cuda_device_count())
-      FASTER_THROW("--gpus ", o.gpus, " but ", cuda_device_count(), " CUDA device(s) visible");
-    if (o.cuda_graph) FASTER_THROW("--cuda-graph cannot capture DataParallel's threads");
-  }
-  if (dev.is_cpu()) {
-    if (o.precision == Precision::kFloat16)
-      FASTER_THROW("--amp-dtype fp16 needs --device cuda (use bf16 on the CPU)");
-    if (o.cuda_graph) FASTER_THROW("--cuda-graph needs --device cuda");
-    if (o.cudnn_benchmark) FASTER_THROW("--cudnn-benchmark needs --device cuda");
-  }
-  if (o.cuda_graph && !StepGraph::available())
-    FASTER_THROW("--cuda-graph needs a CUDA build of faster");
-}
-
-nlohmann::json options_json(const TrainOptions& o) {
-  return {{"mode", o.mode_name},
-          {"data", o.data},
-          {"device", o.device},
-          {"epochs", o.epochs},
-          {"batch", o.batch},
-          {"lr", o.sgd.lr},
-          {"momentum", o.sgd.momentum},
-          {"weight_decay", o.sgd.weight_decay},
-          {"nesterov", o.sgd.nesterov},
-          {"blocks", o.blocks},
-          {"filters", o.filters},
-          {"seed", o.seed},
-          {"cudnn_benchmark", o.cudnn_benchmark},
-          {"cudnn_benchmark_limit", o.cudnn_benchmark_limit},
-          {"cudnn_benchmark_all_shapes", o.cudnn_benchmark_all_shapes},
-          {"precision", precision_name(o.precision)},
-          {"channels_last", o.channels_last},
-          {"loader", o.loader},
-          {"workers", o.workers},
-          {"last_batch", o.last_batch},
-          {"cuda_graph", o.cuda_graph},
-          {"norm", o.norm},
-          {"fused_relu_bn", o.fused},
-          {"parallel", o.parallel},
-          {"sync_bn", o.sync_bn}};
-}
 
 namespace {
 // An epoch's metrics, as the report and the metrics log write them.
@@ -183,7 +74,7 @@ class CudnnBenchmarkOff {
 // One training run's state: the model, optimizer, scaler, device-side accumulators and graphs.
 class Stepper {
  public:
-  Stepper(models::ThinNet model, const TrainOptions& o, torch::Device device, Dist* dist,
+  Stepper(models::Model model, const TrainOptions& o, torch::Device device, Dist* dist,
           std::vector<torch::Device> dp_devices)
       : o_(o), device_(device), model_(std::move(model)),
         sgd_(model_->parameters(), o.sgd),
@@ -201,7 +92,7 @@ class Stepper {
     if (o.precision == Precision::kFloat16) scaler_.emplace(device);
   }
 
-  models::ThinNet& model() { return model_; }
+  models::Model& model() { return model_; }
 
   void start_epoch() {
     loss_sum_.zero_();
@@ -257,7 +148,7 @@ class Stepper {
 
   torch::Tensor forward(const torch::Tensor& x) {
     if (dp_devices_.size() > 1) return data_parallel_forward(model_, x, dp_devices_, o_.precision);
-    return model_->forward(x);
+    return model_.forward(x);
   }
 
   void train_step(const torch::Tensor& x, const torch::Tensor& y, int64_t n) {
@@ -296,7 +187,7 @@ class Stepper {
 
   const TrainOptions& o_;
   torch::Device device_;
-  models::ThinNet model_;
+  models::Model model_;
   FlatSgd sgd_;
   std::optional<GradScaler> scaler_;
   StepGraph train_graph_, eval_graph_;
@@ -323,13 +214,14 @@ std::unique_ptr<data::BatchLoader> make_loader(const TrainOptions& o, const data
   lo.sampler.rank = w.rank;
   lo.sampler.world = w.world;
   lo.sampler.even = train;  // test shards need not be equal, and must not repeat samples
-  lo.drop_last = train && o.last_batch == "drop";
+  lo.drop_last = train && o.last_batch == data::LastBatch::kDrop;
   // Static eval shapes for graphs and for a cuDNN benchmark of the full batch only; padding rows
   // are ignored.
   lo.pad_last = !train && (o.cuda_graph || o.benchmarks_full_batch_only());
   lo.workers = o.workers;
   lo.device = device;
-  return o.loader == "device" ? data::make_device_loader(d, lo) : data::make_host_loader(d, lo);
+  return o.loader == LoaderKind::kDevice ? data::make_device_loader(d, lo)
+                                         : data::make_host_loader(d, lo);
 }
 
 class MetricsLog {
@@ -354,7 +246,7 @@ namespace {
 
 // The process's place in a DDP job and its device (cuda:LOCAL_RANK); a world of one otherwise.
 std::unique_ptr<Dist> join_job(const TrainOptions& o, WorldInfo& world, torch::Device& device) {
-  if (o.parallel != "ddp") return nullptr;
+  if (o.parallel != Parallel::kDdp) return nullptr;
   world = world_from_env();
   if (device.is_cuda()) {
     const int n = cuda_device_count();
@@ -372,7 +264,7 @@ std::unique_ptr<Dist> join_job(const TrainOptions& o, WorldInfo& world, torch::D
 
 std::vector<torch::Device> dp_devices(const TrainOptions& o) {
   std::vector<torch::Device> devices;
-  if (o.parallel != "dp") return devices;
+  if (o.parallel != Parallel::kDp) return devices;
   const int n = o.gpus > 0 ? o.gpus : cuda_device_count();
   for (int i = 0; i < n; ++i) devices.emplace_back(torch::kCUDA, i);
   return devices;
@@ -390,23 +282,23 @@ TrainReport train(const TrainOptions& o, const std::function<void(const EpochSta
   dataset.train.truncate(o.train_limit);
   dataset.test.truncate(o.test_limit);
 
-  models::ThinNetOptions mo;
+  models::ModelOptions mo;
   mo.in_channels = dataset.train.channels;
   mo.blocks = o.blocks;
   mo.filters = o.filters;
-  mo.norm = o.sync_bn ? "sync" : o.norm;
+  mo.norm = o.sync_bn ? models::Norm::kSync : o.norm;
   mo.fused = o.fused;
   if (o.sync_bn) mo.sync_all_reduce = [d = dist.get()](torch::Tensor& t) { d->all_reduce_sum(t); };
-  if (std::min(dataset.train.height, dataset.train.width) < mo.min_input_size())
-    FASTER_THROW("ThinNet with ", mo.conv_layers(), " conv layers needs images of at least ",
-                 mo.min_input_size(), "x", mo.min_input_size(), "; ", dataset.train.name, " has ",
-                 dataset.train.height, "x", dataset.train.width);
+  const int min_side = models::min_input_size(mo);
+  if (std::min(dataset.train.height, dataset.train.width) < min_side)
+    FASTER_THROW(mo.name, " needs images of at least ", min_side, "x", min_side, "; ",
+                 dataset.train.name, " has ", dataset.train.height, "x", dataset.train.width);
   torch::manual_seed(o.seed);
   at::globalContext().setBenchmarkCuDNN(o.cudnn_benchmark);
   at::globalContext().setBenchmarkLimitCuDNN(o.cudnn_benchmark_limit);
-  models::ThinNet model(mo);
+  auto model = models::make_model(mo);
   model->to(device);
-  if (o.channels_last) to_channels_last(*model);
+  if (o.channels_last) to_channels_last(model.module());
 
   MetricsLog log(is_main ? o.log_dir : std::string());
   TrainReport report;
@@ -415,7 +307,7 @@ TrainReport train(const TrainOptions& o, const std::function<void(const EpochSta
   report.device = device.str();
   if (dist) report.device += " x" + std::to_string(world.world) + " ranks (" + dist->backend() + ")";
   const auto dp = dp_devices(o);
-  if (o.parallel == "dp") report.device += " x" + std::to_string(dp.size()) + " GPUs (DataParallel)";
+  if (o.parallel == Parallel::kDp) report.device += " x" + std::to_string(dp.size()) + " GPUs (DataParallel)";
   log.write({{"event", "start"}, {"options", report.options}, {"device", report.device}});
 
   SideStreamScope side_stream(o.cuda_graph ? device : torch::Device(torch::kCPU));
@@ -469,7 +361,7 @@ TrainReport train(const TrainOptions& o, const std::function<void(const EpochSta
   report.total_seconds = total.seconds();
   report.train_images_per_second = train_images / report.total_seconds;
   log.write({{"event", "done"}, {"result", report.to_json()}});
-  if (!o.save.empty() && is_main) save_state_dict(*stepper.model(), o.save);
+  if (!o.save.empty() && is_main) save_state_dict(stepper.model().module(), o.save);
   return report;
 }
 

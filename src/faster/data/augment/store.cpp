@@ -23,13 +23,6 @@ std::vector<int64_t> batch_shape(Layout layout, int64_t n, int64_t side) {
   return {n, side, side, 3};
 }
 
-const char* to_string(Layout layout) {
-  return layout == Layout::kNCHW ? "nchw" : "nhwc";
-}
-const char* to_string(OutputType type) {
-  return type == OutputType::kUint8 ? "uint8" : "float";
-}
-
 void store_uint8(const ImageView& src, bool flip, Layout layout, uint8_t* dst) {
   const size_t plane = static_cast<size_t>(src.width) * src.height;
   if (layout == Layout::kNHWC) {

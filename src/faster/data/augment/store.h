@@ -5,24 +5,25 @@
 #include <cstdint>
 #include <vector>
 
+#include "faster/core/enum_names.h"
 #include "faster/data/image.h"
 
 namespace faster::data {
 
 enum class Layout { kNCHW, kNHWC };
+inline constexpr EnumName<Layout> kLayoutNames[] = {{"nchw", Layout::kNCHW}, {"nhwc", Layout::kNHWC}};
 enum class OutputType { kUint8, kFloat };
+inline constexpr EnumName<OutputType> kOutputNames[] = {{"uint8", OutputType::kUint8},
+                                                        {"float", OutputType::kFloat}};
 
 struct Normalization {
   float mean[3] = {0.485f, 0.456f, 0.406f};  // ImageNet, of values in [0, 1]
   float std[3] = {0.229f, 0.224f, 0.225f};
 };
 
-const char* to_string(Layout layout);
-
 // A batch of n images of side x side, 3 channels, in `layout`: [n, 3, side, side] or
 // [n, side, side, 3].  (n = side = 1: the shape a per-channel constant broadcasts from.)
 std::vector<int64_t> batch_shape(Layout layout, int64_t n, int64_t side);
-const char* to_string(OutputType type);
 
 // `dst` is this sample's slot: channels * height * width elements.  `src` has 3 channels.
 void store_uint8(const ImageView& src, bool flip, Layout layout, uint8_t* dst);

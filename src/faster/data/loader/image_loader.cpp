@@ -57,18 +57,6 @@ bool in_share(int position, double share) {
 
 }  // namespace
 
-DecodeOn parse_decode_on(const std::string& text) {
-  if (text == "cpu") return DecodeOn::kCpu;
-  if (text == "nvjpeg") return DecodeOn::kNvjpeg;
-  FASTER_THROW("--decode must be cpu or nvjpeg (got '", text, "')");
-}
-
-BadImagePolicy parse_bad_image_policy(const std::string& text) {
-  if (text == "skip") return BadImagePolicy::kSkip;
-  if (text == "fail") return BadImagePolicy::kFail;
-  FASTER_THROW("--on-bad-image must be skip or fail (got '", text, "')");
-}
-
 struct ImageLoader::Worker {
   explicit Worker(const JpegDecoderOptions& o) : decoder(o) {}
   JpegDecoder decoder;

@@ -33,7 +33,11 @@
 namespace faster::data {
 
 enum class BadImagePolicy { kSkip, kFail };
+inline constexpr EnumName<BadImagePolicy> kBadImageNames[] = {{"skip", BadImagePolicy::kSkip},
+                                                              {"fail", BadImagePolicy::kFail}};
 enum class DecodeOn { kCpu, kNvjpeg };
+inline constexpr EnumName<DecodeOn> kDecodeNames[] = {{"cpu", DecodeOn::kCpu},
+                                                      {"nvjpeg", DecodeOn::kNvjpeg}};
 
 struct LoaderOptions {
   int batch = 256;
@@ -173,8 +177,5 @@ class ImageLoader {
   double copy_s_ = 0, wait_s_ = 0;
   std::vector<std::string> skipped_names_;
 };
-
-BadImagePolicy parse_bad_image_policy(const std::string& text);
-DecodeOn parse_decode_on(const std::string& text);
 
 }  // namespace faster::data

@@ -6,7 +6,15 @@
 #include <cstdint>
 #include <vector>
 
+#include "faster/core/enum_names.h"
+
 namespace faster::data {
+
+// What an epoch's short last batch becomes: kept short, dropped, or padded to full size (padding
+// rows are ignored by the loss and the counts: static shapes for CUDA graphs and cuDNN plans).
+enum class LastBatch { kKeep, kDrop, kPad };
+inline constexpr EnumName<LastBatch> kLastBatchNames[] = {
+    {"keep", LastBatch::kKeep}, {"drop", LastBatch::kDrop}, {"pad", LastBatch::kPad}};
 
 struct SamplerOptions {
   int rank = 0;

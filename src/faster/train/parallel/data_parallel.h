@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "faster/models/thinnet.h"
+#include "faster/models/model.h"
 #include "faster/train/amp.h"
 
 namespace faster::train {
@@ -15,7 +15,7 @@ namespace faster::train {
 bool data_parallel_available();
 // Forward of `model` over `devices` (the first holds the model and receives the output); each
 // replica runs under autocast at `precision` in its own thread.
-torch::Tensor data_parallel_forward(models::ThinNet& model, const torch::Tensor& input,
+torch::Tensor data_parallel_forward(const models::Model& model, const torch::Tensor& input,
                                     const std::vector<torch::Device>& devices, Precision precision);
 
 }  // namespace faster::train

@@ -6,7 +6,7 @@ namespace faster::train {
 
 bool data_parallel_available() { return false; }
 
-torch::Tensor data_parallel_forward(models::ThinNet&, const torch::Tensor&,
+torch::Tensor data_parallel_forward(const models::Model&, const torch::Tensor&,
                                     const std::vector<torch::Device>&, Precision) {
   FASTER_THROW("--parallel dp needs CUDA GPUs and a CUDA build of faster");
 }

@@ -15,9 +15,9 @@ namespace faster::train {
 
 bool data_parallel_available() { return true; }
 
-torch::Tensor data_parallel_forward(models::ThinNet& model, const torch::Tensor& input,
+torch::Tensor data_parallel_forward(const models::Model& model, const torch::Tensor& input,
                                     const std::vector<torch::Device>& devices, Precision precision) {
-  if (devices.size() == 1) return model->forward(input);
+  if (devices.size() == 1) return model.forward(input);
   torch::autograd::Scatter scatter(devices, /*chunk_sizes=*/c10::nullopt, /*dim=*/0);
   const auto inputs = scatter.apply({input});
   auto replicas = torch::nn::parallel::replicate(model.ptr(), devices);
@@ -32,7 +32,7 @@ torch::Tensor data_parallel_forward(models::ThinNet& model, const torch::Tensor&
         torch::AutoGradMode grad(grad_mode);
         c10::cuda::CUDAGuard guard(devices[i]);
         AutocastScope autocast(c10::DeviceType::CUDA, precision, /*cache=*/true);
-        outputs[i] = replicas[i]->forward(inputs[i]);
+        outputs[i] = models::classifier_of(*replicas[i]).forward(inputs[i]);
       } catch (...) {
         errors[i] = std::current_exception();
       }

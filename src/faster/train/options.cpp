@@ -1,0 +1,123 @@
+// Training options: the fast mode, the device, and checks of flag combinations before anything
+// runs.
+#include "faster/train/options.h"
+
+#include <torch/torch.h>
+
+#include <optional>
+
+#include "faster/core/error.h"
+#include "faster/core/gpu_info.h"
+#include "faster/train/parallel/data_parallel.h"
+#include "faster/train/step_graph.h"
+
+namespace faster::train {
+
+void apply_fast_mode(TrainOptions& o) {
+  o.loader = LoaderKind::kDevice;
+  // bf16: with the fused ReLU + BatchNorm kernels its epochs are as fast as fp16's (0.27 vs
+  // 0.28 s) and its first epoch, with cuDNN's plan set-up, is shorter (BENCHMARKS.md).
+  o.precision = Precision::kBFloat16;
+  o.channels_last = true;
+  o.cuda_graph =
+      o.parallel == Parallel::kNone;  // graphs cannot hold DataParallel's threads or DDP's hooks
+  o.last_batch = data::LastBatch::kDrop;  // no ragged batch: one static shape, so one graph and no
+                                          // new cuDNN plans
+  o.mode_name = "fast";
+}
+
+torch::Device resolve_device(const std::string& text) {
+  if (text == "auto")
+    return cuda_device_count() > 0 ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+  std::optional<torch::Device> dev;
+  try {
+    dev.emplace(text);
+  } catch (const std::exception&) {
+    FASTER_THROW("--device '", text, "' is not a device (use auto, cpu, cuda or cuda:N)");
+  }
+  if (!dev->is_cpu() && !dev->is_cuda())
+    FASTER_THROW("--device '", text, "': only cpu and cuda are supported");
+  if (dev->is_cuda()) {
+    const int n = cuda_device_count();
+    if (n == 0)
+      throw Error("--device " + text + " but no CUDA device is visible",
+                  gpu_info().contains("reason")
+                      ? "this build of faster has no CUDA; use --device cpu"
+                      : "check nvidia-smi and CUDA_VISIBLE_DEVICES");
+    if (dev->index() >= n)
+      FASTER_THROW("--device ", text, " but only ", n, " CUDA device(s) are visible");
+    if (!dev->has_index()) dev = torch::Device(torch::kCUDA, 0);
+  }
+  return *dev;
+}
+
+void validate(const TrainOptions& o) {
+  if (o.epochs < 1) FASTER_THROW("--epochs must be at least 1 (got ", o.epochs, ")");
+  if (o.batch < 1) FASTER_THROW("--batch must be at least 1 (got ", o.batch, ")");
+  if (o.workers < 1) FASTER_THROW("--workers must be at least 1 (got ", o.workers, ")");
+  if (!(o.sgd.lr > 0)) FASTER_THROW("--lr must be positive (got ", o.sgd.lr, ")");
+  if (o.sgd.momentum < 0 || o.sgd.momentum >= 1)
+    FASTER_THROW("--momentum must be in [0, 1) (got ", o.sgd.momentum, ")");
+  if (o.sgd.weight_decay < 0) FASTER_THROW("--weight-decay must be >= 0");
+  if (o.sgd.nesterov && o.sgd.momentum == 0) FASTER_THROW("--nesterov needs a non-zero --momentum");
+  if (o.cudnn_benchmark_all_shapes && !o.cudnn_benchmark)
+    FASTER_THROW("--cudnn-benchmark-all-shapes needs --cudnn-benchmark");
+  if (o.cudnn_benchmark_limit < 0)
+    FASTER_THROW("--cudnn-benchmark-limit must be 0 (all) or more (got ", o.cudnn_benchmark_limit,
+                 ")");
+  if (o.last_batch == data::LastBatch::kPad)
+    FASTER_THROW("--last-batch must be keep or drop (padding is for evaluation batches)");
+  if (o.sync_bn && o.parallel != Parallel::kDdp) FASTER_THROW("--sync-bn needs --parallel ddp");
+  if (o.sync_bn && o.norm != models::Norm::kBatch) FASTER_THROW("--sync-bn needs --norm batch");
+  if (o.norm == models::Norm::kSync) FASTER_THROW("--norm must be batch or none (use --sync-bn)");
+  if (!(o.bucket_mb > 0)) FASTER_THROW("--bucket-mb must be positive");
+  if (o.dist_timeout_s < 1) FASTER_THROW("--dist-timeout must be at least 1 second");
+  if (o.parallel == Parallel::kDdp && o.cuda_graph)
+    FASTER_THROW("--cuda-graph cannot capture DDP's all-reduce; drop it with --parallel ddp");
+  const auto dev = resolve_device(o.device);
+  if (o.parallel == Parallel::kDp) {
+    if (!dev.is_cuda() || !data_parallel_available())
+      FASTER_THROW("--parallel dp needs CUDA GPUs (use --parallel ddp for CPU processes)");
+    if (o.gpus > cuda_device_count())
+      FASTER_THROW("--gpus ", o.gpus, " but ", cuda_device_count(), " CUDA device(s) visible");
+    if (o.cuda_graph) FASTER_THROW("--cuda-graph cannot capture DataParallel's threads");
+  }
+  if (dev.is_cpu()) {
+    if (o.precision == Precision::kFloat16)
+      FASTER_THROW("--amp-dtype fp16 needs --device cuda (use bf16 on the CPU)");
+    if (o.cuda_graph) FASTER_THROW("--cuda-graph needs --device cuda");
+    if (o.cudnn_benchmark) FASTER_THROW("--cudnn-benchmark needs --device cuda");
+  }
+  if (o.cuda_graph && !StepGraph::available())
+    FASTER_THROW("--cuda-graph needs a CUDA build of faster");
+}
+
+nlohmann::json options_json(const TrainOptions& o) {
+  return {{"mode", o.mode_name},
+          {"data", o.data},
+          {"device", o.device},
+          {"epochs", o.epochs},
+          {"batch", o.batch},
+          {"lr", o.sgd.lr},
+          {"momentum", o.sgd.momentum},
+          {"weight_decay", o.sgd.weight_decay},
+          {"nesterov", o.sgd.nesterov},
+          {"blocks", o.blocks},
+          {"filters", o.filters},
+          {"seed", o.seed},
+          {"cudnn_benchmark", o.cudnn_benchmark},
+          {"cudnn_benchmark_limit", o.cudnn_benchmark_limit},
+          {"cudnn_benchmark_all_shapes", o.cudnn_benchmark_all_shapes},
+          {"precision", enum_name(kPrecisionNames, o.precision)},
+          {"channels_last", o.channels_last},
+          {"loader", enum_name(kLoaderNames, o.loader)},
+          {"workers", o.workers},
+          {"last_batch", enum_name(data::kLastBatchNames, o.last_batch)},
+          {"cuda_graph", o.cuda_graph},
+          {"norm", enum_name(models::kNormNames, o.norm)},
+          {"fused_relu_bn", o.fused},
+          {"parallel", enum_name(kParallelNames, o.parallel)},
+          {"sync_bn", o.sync_bn}};
+}
+
+}  // namespace faster::train
