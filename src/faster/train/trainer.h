@@ -8,13 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "faster/data/sources/array_dataset.h"
 #include "faster/train/amp.h"
 #include "faster/train/sgd.h"
 
 namespace faster::train {
 
 struct TrainOptions {
-  std::string data = "/usr/share/datasets/fashion-mnist";
+  std::string data = faster::data::kDefaultSmallDataset;
   std::string device = "auto";  // auto | cpu | cuda | cuda:N
   int epochs = 5;
   int64_t batch = 512;  // per process
