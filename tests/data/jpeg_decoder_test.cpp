@@ -211,5 +211,22 @@ TEST(JpegEncoder, ReusesOutputAndRoundTrips) {
   EXPECT_THROW(encoder.encode(img.view(), JpegEncodeOptions{0}, bytes), Error);
 }
 
+TEST(JpegEncoder, PlainEncodeAfterAnOptimizedOneIsTheSameAsAFreshEncoders) {
+  ImageBuffer a, b;
+  test::photo(96, 64, a, 1);
+  test::photo(64, 48, b, 2);
+  JpegEncodeOptions optimized, plain;
+  optimized.optimize_huffman = true;
+  std::vector<uint8_t> reused, fresh;
+  JpegEncoder encoder;
+  encoder.encode(a.view(), optimized, reused);
+  encoder.encode(b.view(), plain, reused);  // once written with a's optimized tables: corrupt
+  JpegEncoder().encode(b.view(), plain, fresh);
+  EXPECT_EQ(reused, fresh);
+  encoder.encode(b.view(), optimized, reused);
+  JpegEncoder().encode(b.view(), optimized, fresh);
+  EXPECT_EQ(reused, fresh);
+}
+
 }  // namespace
 }  // namespace faster::data

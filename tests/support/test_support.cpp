@@ -16,6 +16,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "faster/data/sources/array_dataset.h"
 #include "faster/tools/file_io.h"
 
 namespace faster::test {
@@ -102,7 +103,7 @@ void write_file(const std::filesystem::path& path, const std::string& bytes) {
 
 std::filesystem::path fashion_mnist_dir() {
   const char* env = std::getenv("FASTER_FASHION_MNIST");
-  std::filesystem::path p = env ? env : "/usr/share/datasets/fashion-mnist";
+  std::filesystem::path p = env ? env : data::kDefaultSmallDataset;
   return std::filesystem::exists(p / "train-images-idx3-ubyte.gz") ? p : std::filesystem::path{};
 }
 

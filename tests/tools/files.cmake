@@ -6,3 +6,4 @@ list(APPEND FASTER_BASE_TEST_SOURCES
   tools/resize_test.cpp
   tools/pack_test.cpp
 )
+list(APPEND FASTER_BASE_TEST_SOURCES tools/export_test.cpp)

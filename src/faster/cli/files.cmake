@@ -7,5 +7,6 @@ list(APPEND FASTER_CLI_SOURCES
   src/faster/cli/cmd_synth.cpp
   src/faster/cli/cmd_resize.cpp
   src/faster/cli/cmd_pack.cpp
+  src/faster/cli/cmd_export.cpp
   src/faster/cli/cmd_env.cpp
 )

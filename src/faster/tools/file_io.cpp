@@ -98,6 +98,24 @@ void write_file_atomic(const fs::path& final_path, const uint8_t* data, size_t s
   }
 }
 
+void prepare_output_directory(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directory(dir, ec);
+  if (ec || !fs::is_directory(dir))
+    FASTER_THROW("cannot create directory ", dir.string(), ": ",
+                 ec ? ec.message() : "a file of that name is in the way");
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (is_temp_name(entry.path().filename().string())) fs::remove(entry.path(), ec);
+}
+
+bool ends_with_jpeg_eoi(const fs::path& path, int64_t size) {
+  if (size < 2) return false;
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return false;
+  unsigned char tail[2] = {0, 0};
+  return ::pread(fd.get(), tail, 2, size - 2) == 2 && tail[0] == 0xFF && tail[1] == 0xD9;
+}
+
 void sync_directory(const fs::path& dir) {
   Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (fd.get() < 0 || ::fsync(fd.get()) != 0)

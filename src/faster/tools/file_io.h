@@ -30,6 +30,15 @@ inline void write_file_atomic(const std::filesystem::path& final_path, const std
   write_file_atomic(final_path, reinterpret_cast<const uint8_t*>(text.data()), text.size());
 }
 
+// Creates `dir` (its parent must exist) unless it is already a directory, and removes the
+// temporaries an interrupted run left in it.  Throws faster::Error naming the directory when a
+// file of that name is in the way or it cannot be created.
+void prepare_output_directory(const std::filesystem::path& dir);
+
+// Whether the file at `path`, `size` bytes long, ends with the JPEG end-of-image marker: a cheap
+// test that an output written earlier was not cut short or emptied since.
+bool ends_with_jpeg_eoi(const std::filesystem::path& path, int64_t size);
+
 // Removes a file or a whole directory tree (symbolic links are removed, never followed); errors
 // are ignored (clean-up paths).  Not std::filesystem::remove_all: LibTorch 2.x's libtorch.so exports
 // its own copy of that symbol, and a call bound to it crashed (a jump to address 0, seen with

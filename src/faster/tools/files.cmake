@@ -11,3 +11,7 @@ list(APPEND FASTER_BASE_SOURCES
   src/faster/tools/pack.cpp
   src/faster/tools/pack_verify.cpp
 )
+# export: a small in-memory dataset written out as an ImageFolder tree of JPEGs.
+list(APPEND FASTER_BASE_SOURCES
+  src/faster/tools/export.cpp
+)

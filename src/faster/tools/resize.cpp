@@ -3,9 +3,7 @@
 // written atomically, skipping those already done.
 #include "faster/tools/resize.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -18,7 +16,6 @@
 #include <nlohmann/json.hpp>
 
 #include "faster/core/error.h"
-#include "faster/core/fd.h"
 #include "faster/core/log.h"
 #include "faster/core/progress.h"
 #include "faster/core/timer.h"
@@ -36,13 +33,6 @@ constexpr int kBadImagesLogged = 10;  // the rest are only in the report
 
 bool not_older(const timespec& a, const timespec& b) {
   return a.tv_sec > b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec >= b.tv_nsec);
-}
-
-bool ends_with_jpeg_eoi(const fs::path& path, off_t size) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return false;
-  unsigned char tail[2] = {0, 0};
-  return ::pread(fd.get(), tail, 2, size - 2) == 2 && tail[0] == 0xFF && tail[1] == 0xD9;
 }
 
 // An output is done when it was renamed into place after its source last changed and has not been
@@ -79,15 +69,7 @@ void check_and_write_manifest(const ResizeOptions& o) {
 void prepare_destination(const ResizeOptions& o, const TreeListing& tree) {
   std::vector<fs::path> dirs{o.dst};
   for (const auto& d : tree.dirs) dirs.push_back(o.dst / d);
-  for (const auto& dir : dirs) {
-    std::error_code ec;
-    fs::create_directory(dir, ec);
-    if (ec || !fs::is_directory(dir))
-      FASTER_THROW("cannot create directory ", dir.string(), ": ",
-                   ec ? ec.message() : "a file of that name is in the way");
-    for (const auto& entry : fs::directory_iterator(dir, ec))
-      if (is_temp_name(entry.path().filename().string())) fs::remove(entry.path(), ec);
-  }
+  for (const auto& dir : dirs) prepare_output_directory(dir);
 }
 
 void write_report(const fs::path& path, const std::vector<BadImage>& bad) {

@@ -10,6 +10,7 @@
 
 #include "faster/core/enum_names.h"
 #include "faster/data/loader/sampler.h"
+#include "faster/data/sources/array_dataset.h"
 #include "faster/models/model.h"
 #include "faster/train/amp.h"
 #include "faster/train/sgd.h"
@@ -28,7 +29,7 @@ inline constexpr EnumName<Parallel> kParallelNames[] = {
     {"none", Parallel::kNone}, {"dp", Parallel::kDp}, {"ddp", Parallel::kDdp}};
 
 struct TrainOptions {
-  std::string data = "/usr/share/datasets/fashion-mnist";
+  std::string data = data::kDefaultSmallDataset;
   std::string device = "auto";  // auto | cpu | cuda | cuda:N
   int epochs = 5;
   int64_t batch = 512;  // per process

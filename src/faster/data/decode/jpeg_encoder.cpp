@@ -49,6 +49,12 @@ struct JpegEncoder::Impl {
   jpeg_compress_struct cinfo;
   JpegErrorManager err;
   VectorDestination dest;
+  // libjpeg-turbo's jpeg_set_defaults() only fills Huffman tables that do not exist yet, and an
+  // optimize_huffman encode leaves its image-specific tables in place: without this copy of the
+  // standard tables, the next image encoded without optimization would be written with codes that
+  // may lack its symbols, a corrupt file that no error reports.
+  JHUFF_TBL standard_dc[2], standard_ac[2];
+  bool have_standard = false;
 
   Impl() {
     cinfo.err = install_jpeg_errors(err);
@@ -74,6 +80,20 @@ struct JpegEncoder::Impl {
     }
   }
 
+  // Called after jpeg_set_defaults(), which creates the standard tables on the first call.
+  void use_standard_huffman_tables() {
+    for (int i = 0; i < 2; ++i) {
+      if (have_standard) {
+        *cinfo.dc_huff_tbl_ptrs[i] = standard_dc[i];
+        *cinfo.ac_huff_tbl_ptrs[i] = standard_ac[i];
+      } else {
+        standard_dc[i] = *cinfo.dc_huff_tbl_ptrs[i];
+        standard_ac[i] = *cinfo.ac_huff_tbl_ptrs[i];
+      }
+    }
+    have_standard = true;
+  }
+
   // Returns false (with err.message set) on a libjpeg error.
   bool encode(const ImageView& image, const JpegEncodeOptions& o) {
     if (setjmp(err.jump)) {
@@ -87,6 +107,7 @@ struct JpegEncoder::Impl {
                            : image.channels == 4 ? JCS_CMYK
                                                  : JCS_RGB;
     jpeg_set_defaults(&cinfo);
+    use_standard_huffman_tables();
     if (image.channels == 4) jpeg_set_colorspace(&cinfo, JCS_YCCK);  // writes the Adobe marker
     jpeg_set_quality(&cinfo, o.quality, TRUE);
     set_sampling(o.subsampling);

@@ -9,6 +9,10 @@
 
 namespace faster::data {
 
+// Where Debian's dataset-fashion-mnist installs Fashion-MNIST: the default --data of the commands
+// that read a small dataset.
+constexpr const char* kDefaultSmallDataset = "/usr/share/datasets/fashion-mnist";
+
 struct ArrayDataset {
   std::vector<uint8_t> images;  // n * channels * height * width, NCHW
   std::vector<int64_t> labels;  // n, each in [0, classes)
