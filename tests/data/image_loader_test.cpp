@@ -11,6 +11,7 @@
 #include "data/jpeg_fixtures.h"
 #include "faster/core/error.h"
 #include "faster/data/loader/image_loader.h"
+#include "faster/data/sources/array_source.h"
 #include "faster/data/sources/folder_source.h"
 #include "support/test_support.h"
 
@@ -43,10 +44,11 @@ std::vector<uint8_t> by_hand(const Source& src, int64_t index, const LoaderOptio
   src.get(index, s);
   JpegDecoder dec;
   const JpegInfo& info = dec.open(s.bytes.data(), s.bytes.size());
-  const int side = o.train ? o.size : o.val_size;
+  const bool train = o.transform == Transform::kTrain;
+  const int side = train ? o.size : o.val_size;
   RegionF want;
   bool flip = false;
-  if (o.train) {
+  if (train) {
     const TrainCrop t = train_crop(info.width, info.height, o.rrc, o.sampler.seed, e, index);
     want = {double(t.crop.x), double(t.crop.y), double(t.crop.width), double(t.crop.height)};
     flip = t.flip;
@@ -72,7 +74,7 @@ TEST(ImageLoader, OutputEqualsThePipelineByHand) {
   auto src = make_tree(t.path(), 3, 4);
   for (bool train : {true, false}) {
     LoaderOptions o = small(5, 2);
-    o.train = train;
+    o.transform = train ? Transform::kTrain : Transform::kVal;
     ImageLoader loader(src, o);
     for (const Batch& b : epoch(loader, 1)) {
       ASSERT_EQ(b.images.dtype(), torch::kUInt8);
@@ -204,6 +206,97 @@ TEST(ImageLoader, MemoryStableAcrossEpochs) {
   for (int e = 3; e < 8; ++e) run(e);
   const size_t after = heap_in_use();
   EXPECT_LT(std::llabs(int64_t(after) - int64_t(before)), 256 << 10) << before << " -> " << after;
+}
+
+// A random array dataset: n images of channels x height x width, labels i % classes.
+std::shared_ptr<const ArrayDataset> random_arrays(int64_t n, int channels, int height, int width) {
+  auto d = std::make_shared<ArrayDataset>();
+  d->n = n, d->channels = channels, d->height = height, d->width = width, d->classes = 4;
+  const auto pixels = torch::randint(0, 256, {n * d->image_bytes()}, torch::kUInt8);
+  d->images.assign(pixels.data_ptr<uint8_t>(), pixels.data_ptr<uint8_t>() + pixels.numel());
+  for (int64_t i = 0; i < n; ++i) d->labels.push_back(i % d->classes);
+  d->name = "random";
+  return d;
+}
+
+// Arrays through the image loader as stored: every batch holds exactly the arrays' pixels
+// (planar, as stored) and labels in the sampler's order, whatever the workers; a padded last batch
+// has zero pixels and kPadLabel rows beyond its size; the device-resident loader gives the same.
+TEST(ImageLoader, ArraysAsStoredEqualTheArraysAndTheDeviceLoader) {
+  for (int channels : {1, 3}) {
+    const auto d = random_arrays(37, channels, 5, 7);
+    const auto all = torch::from_blob(const_cast<uint8_t*>(d->images.data()),
+                                      {d->n, channels, 5, 7}, torch::kUInt8);
+    LoaderOptions o;
+    o.batch = 8, o.workers = 3, o.transform = Transform::kNone, o.last_batch = LastBatch::kPad;
+    o.sampler.seed = 5;
+    ImageLoader loader(std::make_shared<ArraySource>(d), o);
+    auto device = make_device_loader(*d, o);
+    EXPECT_EQ(loader.batches_per_epoch(), 5);
+    EXPECT_EQ(loader.samples_per_epoch(), 37);
+    for (int64_t e : {0, 1}) {
+      const auto batches = epoch(loader, e);
+      device->start_epoch(e);
+      ASSERT_EQ(batches.size(), 5u);
+      int64_t seen = 0;
+      for (const Batch& b : batches) {
+        ASSERT_EQ(b.images.sizes(), (std::vector<int64_t>{8, channels, 5, 7}));
+        const auto idx = torch::tensor(b.indices, torch::kLong);
+        EXPECT_TRUE(torch::equal(b.images.narrow(0, 0, b.size), all.index_select(0, idx)));
+        EXPECT_TRUE(torch::equal(b.labels.narrow(0, 0, b.size), idx.remainder(4)));
+        if (b.size < 8) {
+          EXPECT_EQ(b.images.narrow(0, b.size, 8 - b.size).sum().item<int64_t>(), 0);
+          EXPECT_TRUE((b.labels.narrow(0, b.size, 8 - b.size) == kPadLabel).all().item<bool>());
+        }
+        const auto other = device->next();
+        ASSERT_TRUE(other.has_value());
+        EXPECT_EQ(other->size, b.size);
+        EXPECT_TRUE(torch::equal(other->labels, b.labels));
+        EXPECT_TRUE(torch::equal(other->images.narrow(0, 0, b.size), b.images.narrow(0, 0, b.size)));
+        seen += b.size;
+      }
+      EXPECT_FALSE(device->next().has_value());
+      EXPECT_EQ(seen, 37);
+    }
+  }
+}
+
+// Gray arrays as RGB repeat the value in every channel; crops resample them like decoded JPEGs.
+TEST(ImageLoader, GrayArraysBecomeRgbAndTakeTheTrainTransform) {
+  const auto d = random_arrays(10, 1, 28, 28);
+  LoaderOptions o;
+  o.batch = 10, o.workers = 2, o.transform = Transform::kNone, o.channels = 3;
+  o.sampler.shuffle = false;
+  ImageLoader rgb(std::make_shared<ArraySource>(d), o);
+  const auto b = epoch(rgb, 0).at(0);
+  const auto all = torch::from_blob(const_cast<uint8_t*>(d->images.data()), {10, 1, 28, 28},
+                                    torch::kUInt8);
+  EXPECT_TRUE(torch::equal(b.images, all.expand({10, 3, 28, 28})));
+  o.transform = Transform::kTrain, o.size = 32, o.layout = Layout::kNHWC;
+  ImageLoader crops(std::make_shared<ArraySource>(d), o);
+  const auto c = epoch(crops, 3).at(0);
+  ASSERT_EQ(c.images.sizes(), (std::vector<int64_t>{10, 32, 32, 3}));
+  for (int i = 0; i < 10; ++i) {
+    // By hand: the same crop of the same pixels through the Resampler, then stored flipped or not.
+    const TrainCrop t = train_crop(28, 28, o.rrc, o.sampler.seed, 3, c.indices[i]);
+    ImageBuffer out;
+    out.reshape(32, 32, 1);
+    const ImageView src{d->images.data() + c.indices[i] * 784, 28, 28, 1, 28};
+    Resampler().resample(src,
+                         {double(t.crop.x), double(t.crop.y), double(t.crop.width),
+                          double(t.crop.height)},
+                         out.mutable_view(), o.filter);
+    std::vector<uint8_t> want(32 * 32 * 3);
+    store_uint8(out.view(), t.flip, Layout::kNHWC, want.data(), 3);
+    const auto got = c.images[i].contiguous();
+    EXPECT_EQ(std::memcmp(got.data_ptr<uint8_t>(), want.data(), want.size()), 0) << i;
+  }
+  // Refused: RGB arrays as gray; JPEG files of any size "as stored".
+  o.channels = 1, o.transform = Transform::kNone;
+  EXPECT_THROW(ImageLoader(std::make_shared<ArraySource>(random_arrays(4, 3, 8, 8)), o), Error);
+  test::TempDir t;
+  o.channels = 0;
+  EXPECT_THROW(ImageLoader(make_tree(t.path(), 1, 1), o), Error);
 }
 
 TEST(ImageLoader, LoadCommandReportsAndFailsCleanly) {

@@ -150,7 +150,7 @@ TEST(NvjpegLoader, AgreesWithTheCpuLoader) {
   auto src = test::make_tree(t.path(), 2, 6);  // classes c0, c1 beside the bad tree's a..d
   for (bool train : {true, false}) {
     LoaderOptions oc = small(DecodeOn::kCpu), og = small(DecodeOn::kNvjpeg);
-    oc.train = og.train = train;
+    oc.transform = og.transform = train ? Transform::kTrain : Transform::kVal;
     og.cpu_share = train ? 0.3 : 0.0;
     ImageLoader cpu(src, oc), gpu(src, og);
     for (int e = 0; e < 2; ++e) {

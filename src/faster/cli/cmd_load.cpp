@@ -23,7 +23,7 @@ struct LoadFlags {
 
 void apply(LoadFlags& f) {
   auto& o = f.bench.loader;
-  o.train = !f.val;
+  o.transform = f.val ? data::Transform::kVal : data::Transform::kTrain;
   o.device = train::resolve_device(f.device);
   if (f.epochs < 0 || f.bench.batches < 0) FASTER_THROW("--epochs and --batches must be positive");
   f.bench.epochs = f.epochs > 0 ? f.epochs : 1;

@@ -2,6 +2,7 @@
 list(APPEND FASTER_BASE_SOURCES
   src/faster/data/loader/sampler.cpp
   src/faster/data/sources/array_dataset.cpp
+  src/faster/data/sources/array_source.cpp
   src/faster/data/decode/jpeg_decoder.cpp
   src/faster/data/decode/jpeg_encoder.cpp
   src/faster/data/decode/decode_floor.cpp
@@ -20,7 +21,6 @@ list(APPEND FASTER_BASE_SOURCES
 # The loaders and the load benchmark are the LibTorch units here (slow to compile: keep few).
 list(APPEND FASTER_TORCH_SOURCES
   src/faster/data/loader/device_loader.cpp
-  src/faster/data/loader/host_loader.cpp
   src/faster/data/loader/image_loader.cpp
   src/faster/data/loader/load_benchmark.cpp
 )

@@ -14,7 +14,8 @@
 #include "faster/core/log.h"
 #include "faster/core/progress.h"
 #include "faster/core/timer.h"
-#include "faster/data/loader/batch_loader.h"
+#include "faster/data/loader/image_loader.h"
+#include "faster/data/sources/array_source.h"
 #include "faster/models/registry.h"
 #include "faster/train/checkpoint.h"
 #include "faster/train/parallel/data_parallel.h"
@@ -100,12 +101,12 @@ class Stepper {
     correct_.zero_();
   }
 
-  void train_batch(const data::ArrayBatch& b) {
+  void train_batch(const data::Batch& b) {
     run(b, train_graph_, train_x_, train_y_, eager_train_steps_,
         [this](const torch::Tensor& x, const torch::Tensor& y, int64_t n) { train_step(x, y, n); });
   }
 
-  void eval_batch(const data::ArrayBatch& b) {
+  void eval_batch(const data::Batch& b) {
     run(b, eval_graph_, eval_x_, eval_y_, eager_eval_steps_,
         [this](const torch::Tensor& x, const torch::Tensor& y, int64_t) { eval_step(x, y); });
   }
@@ -121,23 +122,24 @@ class Stepper {
   static constexpr int kEagerStepsBeforeCapture = 3;
 
   // Full-size batches go through the graph once it is captured; warm-up and short batches run eagerly.
-  void run(const data::ArrayBatch& b, StepGraph& graph, torch::Tensor& sx, torch::Tensor& sy,
+  void run(const data::Batch& b, StepGraph& graph, torch::Tensor& sx, torch::Tensor& sy,
            int& eager_steps, const StepFn& step) {
-    const bool static_shape = o_.cuda_graph && b.x.size(0) == o_.batch;
+    const bool static_shape = o_.cuda_graph && b.images.size(0) == o_.batch;
     if (static_shape && (graph.captured() || eager_steps >= kEagerStepsBeforeCapture)) {
       if (!graph.captured()) {
-        sx = b.x.clone();
-        sy = b.y.clone();
+        sx = b.images.clone();
+        sy = b.labels.clone();
         graph.capture([&] { step(sx, sy, o_.batch); });
       } else {
-        sx.copy_(b.x, /*non_blocking=*/true);
-        sy.copy_(b.y, /*non_blocking=*/true);
+        sx.copy_(b.images, /*non_blocking=*/true);
+        sy.copy_(b.labels, /*non_blocking=*/true);
       }
       graph.replay();
       return;
     }
-    CudnnBenchmarkOff heuristics_only(o_.benchmarks_full_batch_only() && b.x.size(0) != o_.batch);
-    step(b.x, b.y, b.size);
+    CudnnBenchmarkOff heuristics_only(o_.benchmarks_full_batch_only() &&
+                                      b.images.size(0) != o_.batch);
+    step(b.images, b.labels, b.size);
     ++eager_steps;
   }
 
@@ -204,24 +206,29 @@ void to_channels_last(torch::nn::Module& m) {
     if (p.dim() == 4) p.set_data(p.data().contiguous(torch::MemoryFormat::ChannelsLast));
 }
 
-std::unique_ptr<data::BatchLoader> make_loader(const TrainOptions& o, const data::ArrayDataset& d,
-                                               torch::Device device, const WorldInfo& w,
-                                               bool train) {
-  data::ArrayLoaderOptions lo;
-  lo.batch = o.batch;
+// Small datasets: the device-resident loader, or the image loader over the arrays (worker threads,
+// pinned ring, side-stream copy), both handing out uint8 images that the step normalizes.
+std::unique_ptr<data::Loader> make_loader(const TrainOptions& o,
+                                          const std::shared_ptr<const data::ArrayDataset>& d,
+                                          torch::Device device, const WorldInfo& w, bool train) {
+  data::LoaderOptions lo;
+  lo.batch = static_cast<int>(o.batch);
   lo.sampler.seed = o.seed;
   lo.sampler.shuffle = train;
   lo.sampler.rank = w.rank;
   lo.sampler.world = w.world;
   lo.sampler.even = train;  // test shards need not be equal, and must not repeat samples
-  lo.drop_last = train && o.last_batch == data::LastBatch::kDrop;
   // Static eval shapes for graphs and for a cuDNN benchmark of the full batch only; padding rows
   // are ignored.
-  lo.pad_last = !train && (o.cuda_graph || o.benchmarks_full_batch_only());
+  const bool pad = o.cuda_graph || o.benchmarks_full_batch_only();
+  lo.last_batch = train ? o.last_batch : pad ? data::LastBatch::kPad : data::LastBatch::kKeep;
   lo.workers = o.workers;
   lo.device = device;
-  return o.loader == LoaderKind::kDevice ? data::make_device_loader(d, lo)
-                                         : data::make_host_loader(d, lo);
+  lo.transform = data::Transform::kNone;
+  lo.output = data::OutputType::kUint8;
+  lo.normalize_on_device = false;
+  if (o.loader == LoaderKind::kDevice) return data::make_device_loader(*d, lo);
+  return std::make_unique<data::ImageLoader>(std::make_shared<data::ArraySource>(d), lo);
 }
 
 class MetricsLog {
@@ -281,18 +288,20 @@ TrainReport train(const TrainOptions& o, const std::function<void(const EpochSta
   auto dataset = data::load_small_dataset(o.data);
   dataset.train.truncate(o.train_limit);
   dataset.test.truncate(o.test_limit);
+  const auto train_set = std::make_shared<const data::ArrayDataset>(std::move(dataset.train));
+  const auto test_set = std::make_shared<const data::ArrayDataset>(std::move(dataset.test));
 
   models::ModelOptions mo;
-  mo.in_channels = dataset.train.channels;
+  mo.in_channels = train_set->channels;
   mo.blocks = o.blocks;
   mo.filters = o.filters;
   mo.norm = o.sync_bn ? models::Norm::kSync : o.norm;
   mo.fused = o.fused;
   if (o.sync_bn) mo.sync_all_reduce = [d = dist.get()](torch::Tensor& t) { d->all_reduce_sum(t); };
   const int min_side = models::min_input_size(mo);
-  if (std::min(dataset.train.height, dataset.train.width) < min_side)
+  if (std::min(train_set->height, train_set->width) < min_side)
     FASTER_THROW(mo.name, " needs images of at least ", min_side, "x", min_side, "; ",
-                 dataset.train.name, " has ", dataset.train.height, "x", dataset.train.width);
+                 train_set->name, " has ", train_set->height, "x", train_set->width);
   torch::manual_seed(o.seed);
   at::globalContext().setBenchmarkCuDNN(o.cudnn_benchmark);
   at::globalContext().setBenchmarkLimitCuDNN(o.cudnn_benchmark_limit);
@@ -315,8 +324,8 @@ TrainReport train(const TrainOptions& o, const std::function<void(const EpochSta
   // in the peer, whose clock starts once the model, optimizer and DDP wrapper exist.
   Stepper stepper(model, o, device, dist.get(), dp);
   Timer total;  // from here: data to the device, all epochs, all tests
-  auto train_loader = make_loader(o, dataset.train, device, world, true);
-  auto test_loader = make_loader(o, dataset.test, device, world, false);
+  auto train_loader = make_loader(o, train_set, device, world, true);
+  auto test_loader = make_loader(o, test_set, device, world, false);
   int64_t train_images = 0;
   for (int epoch = 0; epoch < o.epochs; ++epoch) {
     Timer timer;
@@ -328,15 +337,14 @@ TrainReport train(const TrainOptions& o, const std::function<void(const EpochSta
       if (is_main)
         bar.emplace("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(o.epochs),
                     train_loader->batches_per_epoch() + test_loader->batches_per_epoch(), "batch");
-      data::ArrayBatch b;
-      while (train_loader->next(b)) {
-        stepper.train_batch(b);
+      while (auto b = train_loader->next()) {
+        stepper.train_batch(*b);
         if (bar) bar->add();
       }
       stepper.model()->eval();
       test_loader->start_epoch(0);
-      while (test_loader->next(b)) {
-        stepper.eval_batch(b);
+      while (auto b = test_loader->next()) {
+        stepper.eval_batch(*b);
         if (bar) bar->add();
       }
     }
@@ -348,8 +356,8 @@ TrainReport train(const TrainOptions& o, const std::function<void(const EpochSta
     e.epoch = epoch + 1;
     e.train_images = train_loader->samples_per_epoch() * world.world;
     e.train_loss = t[0] / e.train_images;
-    e.test_loss = t[1] / dataset.test.n;
-    e.test_accuracy = 100.0 * t[2] / dataset.test.n;
+    e.test_loss = t[1] / test_set->n;
+    e.test_accuracy = 100.0 * t[2] / test_set->n;
     e.seconds = timer.seconds();
     train_images += e.train_images;
     report.epochs.push_back(e);

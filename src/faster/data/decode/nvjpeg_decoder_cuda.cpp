@@ -147,7 +147,7 @@ torch::Tensor NvjpegDecoder::decode(const std::vector<GpuJpeg>& jobs, int batch,
   Impl& m = *impl_;
   c10::cuda::CUDAGuard guard(m.device);
   c10::cuda::CUDAStreamGuard on_stream(m.stream);  // allocations below belong to this stream
-  torch::Tensor out = torch::empty(batch_shape(layout, batch, size),
+  torch::Tensor out = torch::empty(batch_shape(layout, batch, 3, size, size),
                                    torch::TensorOptions().dtype(torch::kUInt8).device(m.device));
   refused.clear();
 

@@ -28,9 +28,13 @@ int64_t now_ns() {
 void validate(const LoaderOptions& o) {
   if (o.batch < 1) FASTER_THROW("--batch must be at least 1 (got ", o.batch, ")");
   if (o.workers < 1) FASTER_THROW("--workers must be at least 1 (got ", o.workers, ")");
-  if (o.size < 8 || o.val_size < 8) FASTER_THROW("--size must be at least 8 (got ", o.size, ")");
-  if (o.val_size > o.val_resize)
-    FASTER_THROW("--val-size ", o.val_size, " is larger than --val-resize ", o.val_resize);
+  if (o.transform != Transform::kNone) {
+    if (o.size < 8 || o.val_size < 8) FASTER_THROW("--size must be at least 8 (got ", o.size, ")");
+    if (o.val_size > o.val_resize)
+      FASTER_THROW("--val-size ", o.val_size, " is larger than --val-resize ", o.val_resize);
+  }
+  if (o.channels != 0 && o.channels != 1 && o.channels != 3)
+    FASTER_THROW("output channels must be 1 or 3 (got ", o.channels, ")");
   if (o.ring < 0) FASTER_THROW("ring size must not be negative");
   if (o.decode == DecodeOn::kNvjpeg) {
     if (!o.device.is_cuda())
@@ -78,13 +82,32 @@ struct ImageLoader::Stage {
 ImageLoader::ImageLoader(std::shared_ptr<const Source> source, LoaderOptions options)
     : source_(std::move(source)),
       options_((validate(options), options)),
+      pixel_shape_(source_->pixels()),
       sampler_(source_->size(), options.sampler),
       copy_(options.device, ring_slots(options)) {
+  if (pixel_shape_ && gpu())
+    throw Error("--decode nvjpeg decodes JPEG files, but " + source_->describe() +
+                    " holds decoded pixels",
+                "use --decode cpu");
+  if (!pixel_shape_ && options_.transform == Transform::kNone)
+    FASTER_THROW(source_->describe(), ": images of any size need a crop (a train or val transform)");
+  const int data_channels = pixel_shape_ ? pixel_shape_->channels : 3;  // JPEG decodes to RGB
+  channels_ = options_.channels > 0 ? options_.channels : data_channels;
+  if (channels_ != data_channels && !(data_channels == 1 && channels_ == 3))
+    FASTER_THROW(source_->describe(), " has ", data_channels, "-channel images; cannot make ",
+                 channels_);
+  const bool as_stored = options_.transform == Transform::kNone;
+  const int side = options_.transform == Transform::kTrain ? options_.size : options_.val_size;
+  height_ = as_stored ? pixel_shape_->height : side;
+  width_ = as_stored ? pixel_shape_->width : side;
+  // A decoded sample is a copy (and maybe a small resample): hand them out a few at a time, so
+  // the workers do not spend their time on the work queue's lock.
+  claim_ = pixel_shape_ ? std::min(options_.batch, 32) : 1;
   const int slots = ring_slots(options_);
-  const int s = options_.train ? options_.size : options_.val_size;
   const auto dtype = host_uint8() ? torch::kUInt8 : torch::kFloat32;
   const auto host = torch::TensorOptions().pinned_memory(copy_.wants_pinned());
-  const std::vector<int64_t> shape = batch_shape(options_.layout, options_.batch, s);
+  const std::vector<int64_t> shape =
+      batch_shape(options_.layout, options_.batch, channels_, height_, width_);
   ring_.resize(slots);
   for (Slot& slot : ring_) {
     slot.images = torch::empty(shape, host.dtype(dtype));
@@ -101,10 +124,13 @@ ImageLoader::ImageLoader(std::shared_ptr<const Source> source, LoaderOptions opt
       options_.output == OutputType::kFloat ? gpu() : options_.normalize_on_device;
   if (options_.device.is_cuda() && normalize) {
     const auto& n = options_.norm;
-    const auto shape3 = batch_shape(options_.layout, 1, 1);
-    mean_ =
-        torch::tensor({n.mean[0], n.mean[1], n.mean[2]}).mul(255).view(shape3).to(options_.device);
-    std_ = torch::tensor({n.std[0], n.std[1], n.std[2]}).mul(255).view(shape3).to(options_.device);
+    const auto shape = batch_shape(options_.layout, 1, channels_, 1, 1);
+    const auto per_channel = [&](const float* v) {
+      return torch::tensor(std::vector<float>(v, v + channels_)).mul(255).view(shape).to(
+          options_.device);
+    };
+    mean_ = per_channel(n.mean);
+    std_ = per_channel(n.std);
   }
   if (gpu())
     for (int i = 0; i < options_.gpu_stages; ++i)
@@ -143,7 +169,11 @@ void ImageLoader::stop_workers() {
 }
 
 int64_t ImageLoader::batches_per_epoch() const {
-  return batch_count(sampler_.per_rank(), options_.batch, options_.drop_last);
+  return batch_count(sampler_.per_rank(), options_.batch, options_.last_batch);
+}
+
+int64_t ImageLoader::samples_per_epoch() const {
+  return delivered_samples(sampler_.per_rank(), options_.batch, options_.last_batch);
 }
 
 int64_t ImageLoader::ring_bytes() const {
@@ -163,7 +193,8 @@ void ImageLoader::start_epoch(int64_t epoch, bool reset_stats) {
   for (int i = 0; i < static_cast<int>(ring_.size()); ++i) copy_.wait_slot(i);
   order_ = sampler_.indices(epoch);
   const int64_t nb = batches_per_epoch();
-  total_tasks_ = options_.drop_last ? nb * options_.batch : static_cast<int64_t>(order_.size());
+  total_tasks_ = options_.last_batch == LastBatch::kDrop ? nb * options_.batch
+                                                        : static_cast<int64_t>(order_.size());
   epoch_ = epoch;
   epoch_reported_ = false;
   skipped_at_epoch_start_ = skipped_;
@@ -187,8 +218,11 @@ void ImageLoader::worker_loop(int id) {
                        next_task_ / options_.batch < released_ + slots);
     });
     if (stop_) return;
-    const int64_t task = next_task_++;
+    const int64_t task = next_task_;
     const int64_t b = task / options_.batch;
+    const int64_t batch_end = std::min((b + 1) * options_.batch, total_tasks_);
+    const int count = static_cast<int>(std::min<int64_t>(claim_, batch_end - task));
+    next_task_ += count;
     Slot& slot = ring_[b % slots];
     if (slot.batch != b) {  // the first sample claimed of this batch prepares the slot
       slot.batch = b;
@@ -199,10 +233,11 @@ void ImageLoader::worker_loop(int id) {
     }
     ++in_flight_;
     lock.unlock();
-    process(w, slot, static_cast<int>(task % options_.batch), order_[task], gpu());
+    for (int k = 0; k < count; ++k)
+      process(w, slot, static_cast<int>((task + k) % options_.batch), order_[task + k], gpu());
     lock.lock();
     --in_flight_;
-    if (++slot.filled == slot.expected) {
+    if ((slot.filled += count) == slot.expected) {
       ready_cv_.notify_all();
       stage_cv_.notify_all();
     }
@@ -269,7 +304,6 @@ void ImageLoader::stage_loop(int id) {
 
 void ImageLoader::run_stage(Stage& st, Slot& slot) {
   const int64_t t0 = now_ns();
-  const int s = options_.train ? options_.size : options_.val_size;
   st.jobs.clear();
   st.uploads.clear();
   for (int p = 0; p < slot.expected; ++p) {
@@ -282,7 +316,9 @@ void ImageLoader::run_stage(Stage& st, Slot& slot) {
     job.size = slot.jpeg[p].size();
     st.jobs.push_back(job);
   }
-  torch::Tensor out = st.decoder.decode(st.jobs, slot.expected, s, options_.layout, st.refused);
+  const int rows = padded_rows(slot);
+  torch::Tensor out = st.decoder.decode(st.jobs, rows, width_, options_.layout, st.refused);
+  if (rows > slot.expected) out.narrow(0, slot.expected, rows - slot.expected).zero_();
   // Refused images go through the CPU path, bad-image policy included (nvJPEG may have refused
   // a corrupt one), which counts their bytes again: take back the count made at hand-over.
   for (int k : st.refused) {
@@ -302,28 +338,30 @@ void ImageLoader::run_stage(Stage& st, Slot& slot) {
 // Reads, decodes and augments one sample into its place in the slot; false if the image is bad.
 bool ImageLoader::load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slot, int position,
                               bool count_bad, bool allow_gpu) {
-  const int s = options_.train ? options_.size : options_.val_size;
   try {
     const int64_t t0 = now_ns();
     source_->get(index, w.sample);
     const int64_t t1 = now_ns();
-    const JpegInfo& info = w.decoder.open(w.sample.bytes.data(), w.sample.bytes.size());
-    RegionF want;
+    const JpegInfo* info = pixel_shape_ ? nullptr : &w.decoder.open(w.sample.bytes.data(),
+                                                                  w.sample.bytes.size());
+    const int width = info ? info->width : pixel_shape_->width;
+    const int height = info ? info->height : pixel_shape_->height;
+    RegionF want{0, 0, double(width), double(height)};  // Transform::kNone: the whole image
     bool flip = false;
-    if (options_.train) {
+    if (options_.transform == Transform::kTrain) {
       const TrainCrop tc =
-          train_crop(info.width, info.height, options_.rrc, options_.sampler.seed, epoch, index);
+          train_crop(width, height, options_.rrc, options_.sampler.seed, epoch, index);
       want = {double(tc.crop.x), double(tc.crop.y), double(tc.crop.width), double(tc.crop.height)};
       flip = tc.flip;
-    } else {
-      want = center_crop_region(info.width, info.height, options_.val_resize, options_.val_size);
+    } else if (options_.transform == Transform::kVal) {
+      want = center_crop_region(width, height, options_.val_resize, options_.val_size);
     }
-    if (allow_gpu && !info.progressive && (info.components == 1 || info.components == 3) &&
+    if (allow_gpu && !info->progressive && (info->components == 1 || info->components == 3) &&
         !in_share(position, options_.cpu_share) &&
         jpeg_has_end_marker(w.sample.bytes.data(), w.sample.bytes.size())) {
       // The GPU stage decodes it: keep the bytes (swapped, so both buffers keep their capacity).
       GpuJpeg& job = slot.gpu[position];
-      job.width = info.width, job.height = info.height;
+      job.width = info->width, job.height = info->height;
       job.region = want;
       job.flip = flip;
       job.position = position;
@@ -334,25 +372,36 @@ bool ImageLoader::load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slo
       return true;
     }
     if (gpu()) slot.on_gpu[position] = 0;
-    const Rect roi = enclosing_rect(want, info.width, info.height);
-    const Decoded d = w.decoder.decode(roi, s, s, w.decoded);
+    ImageView image;
+    RegionF region = want;  // where `want` lies in `image`
+    if (info) {
+      const Rect roi = enclosing_rect(want, width, height);
+      const Decoded d = w.decoder.decode(roi, width_, height_, w.decoded);
+      const double k = d.scale_num / 8.0;  // the decoded region maps roi; `want` sits inside it
+      region = {d.region.x + (want.x - roi.x) * k, d.region.y + (want.y - roi.y) * k,
+                want.width * k, want.height * k};
+      image = w.decoded.view();
+      pixels_ += int64_t{w.decoded.width()} * w.decoded.height();
+    } else {
+      const int c = pixel_shape_->channels;
+      image = {w.sample.bytes.data(), width, height, c, static_cast<size_t>(width) * c};
+    }
     const int64_t t2 = now_ns();
-    const double k = d.scale_num / 8.0;  // the decoded region maps roi; `want` sits inside it
-    const RegionF region{d.region.x + (want.x - roi.x) * k, d.region.y + (want.y - roi.y) * k,
-                         want.width * k, want.height * k};
-    w.resized.reshape(s, s, 3);
-    w.resampler.resample(w.decoded.view(), region, w.resized.mutable_view(), options_.filter);
-    const int64_t per_image = int64_t{3} * s * s;
+    if (options_.transform != Transform::kNone) {
+      w.resized.reshape(width_, height_, image.channels);
+      w.resampler.resample(image, region, w.resized.mutable_view(), options_.filter);
+      image = w.resized.view();
+    }
+    const int64_t per_image = int64_t{channels_} * height_ * width_;
     if (host_uint8())
-      store_uint8(w.resized.view(), flip, options_.layout,
-                  slot.images.data_ptr<uint8_t>() + position * per_image);
+      store_uint8(image, flip, options_.layout,
+                  slot.images.data_ptr<uint8_t>() + position * per_image, channels_);
     else
-      store_float(w.resized.view(), flip, options_.layout, options_.norm,
-                  slot.images.data_ptr<float>() + position * per_image);
+      store_float(image, flip, options_.layout, options_.norm,
+                  slot.images.data_ptr<float>() + position * per_image, channels_);
     const int64_t t3 = now_ns();
     read_ns_ += t1 - t0, decode_ns_ += t2 - t1, augment_ns_ += t3 - t2;
     bytes_ += static_cast<int64_t>(w.sample.bytes.size());
-    pixels_ += int64_t{w.decoded.width()} * w.decoded.height();
     ++images_;
     return true;
   } catch (const std::exception& e) {
@@ -367,6 +416,10 @@ bool ImageLoader::load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slo
     }
     return false;
   }
+}
+
+int ImageLoader::padded_rows(const Slot& slot) const {
+  return options_.last_batch == LastBatch::kPad ? options_.batch : slot.expected;
 }
 
 std::optional<Batch> ImageLoader::next() {
@@ -400,15 +453,21 @@ std::optional<Batch> ImageLoader::next() {
   lock.unlock();
 
   const Timer copying;
+  const int rows = padded_rows(slot);
+  if (rows > n) {  // padding rows: zero pixels (on the host ring), labels the loss ignores
+    slot.images.narrow(0, n, rows - n).zero_();
+    slot.labels.narrow(0, n, rows - n).fill_(kPadLabel);
+  }
   Batch out;
   out.epoch = epoch_;
   out.number = b;
+  out.size = n;
   out.indices.assign(slot.indices.begin(), slot.indices.begin() + n);
   // Host copies go through DeviceCopy so the slot's event covers them before the slot is refilled
   // (with nvJPEG the images are on the device already).
-  out.images = gpu() ? slot.device_images.narrow(0, 0, n)
-                     : copy_.copy(slot.images.narrow(0, 0, n), static_cast<int>(b % slots));
-  out.labels = copy_.copy(slot.labels.narrow(0, 0, n), static_cast<int>(b % slots));
+  out.images = gpu() ? slot.device_images
+                     : copy_.copy(slot.images.narrow(0, 0, rows), static_cast<int>(b % slots));
+  out.labels = copy_.copy(slot.labels.narrow(0, 0, rows), static_cast<int>(b % slots));
   if (gpu()) NvjpegDecoder::record_use(out.images);  // made on a stage's stream, used on ours
   if (mean_.defined()) out.images = out.images.to(torch::kFloat32).sub_(mean_).div_(std_);
   copy_s_ += copying.seconds();

@@ -2,7 +2,7 @@
 // read -> decode (region of interest, DCT-scaled) -> crop/resize/flip -> store straight into a
 // fixed ring of (pinned) host batch buffers; batches come out in order and are copied to the device
 // on a side stream.  Everything is allocated when the loader is built; steady state allocates
-// nothing.
+// nothing.  Sources of decoded pixels (arrays in memory) skip the decode and take the same path.
 // With nvJPEG decoding, workers only read each file and parse its header; GPU stage threads (each
 // with its own NvjpegDecoder) decode whole batches on the GPU's JPEG engines and crop/resize/flip
 // them there.  Images the GPU does not take (progressive, CMYK, truncated, a share given to the
@@ -21,58 +21,12 @@
 #include <thread>
 #include <vector>
 
-#include "faster/data/augment/crop_params.h"
-#include "faster/data/augment/resample.h"
-#include "faster/data/augment/store.h"
-#include "faster/data/decode/jpeg_decoder.h"
 #include "faster/data/decode/nvjpeg_decoder.h"
 #include "faster/data/loader/device_copy.h"
-#include "faster/data/loader/sampler.h"
+#include "faster/data/loader/loader.h"
 #include "faster/data/sources/source.h"
 
 namespace faster::data {
-
-enum class BadImagePolicy { kSkip, kFail };
-inline constexpr EnumName<BadImagePolicy> kBadImageNames[] = {{"skip", BadImagePolicy::kSkip},
-                                                              {"fail", BadImagePolicy::kFail}};
-enum class DecodeOn { kCpu, kNvjpeg };
-inline constexpr EnumName<DecodeOn> kDecodeNames[] = {{"cpu", DecodeOn::kCpu},
-                                                      {"nvjpeg", DecodeOn::kNvjpeg}};
-
-struct LoaderOptions {
-  int batch = 256;
-  int workers = 4;
-  int ring = 0;  // host batch buffers; 0: enough to keep every worker busy (workers / batch + 3)
-  bool train = true;  // train: random-resized-crop + flip; val: resize + center crop
-  int size = 224;     // train output side
-  int val_resize = 256, val_size = 224;
-  RandomResizedCropOptions rrc;
-  Filter filter = Filter::kAntialias;
-  OutputType output = OutputType::kUint8;
-  Layout layout = Layout::kNCHW;
-  Normalization norm;
-  // uint8 batches on a CUDA device are normalized there (float, same layout) before next() returns.
-  bool normalize_on_device = true;
-  BadImagePolicy on_bad_image = BadImagePolicy::kSkip;
-  SamplerOptions sampler;
-  bool drop_last = false;
-  JpegDecoderOptions decoder;
-  torch::Device device = torch::kCPU;
-  // kNvjpeg: decode on the GPU (needs a CUDA device; output uint8 there, normalized unless told
-  // otherwise).  cpu_share: the fraction of GPU-decodable images the workers decode anyway, to use
-  // idle cores beside the GPU's JPEG engines.  gpu_stages: threads feeding the GPU, each with its
-  // own decoder, so one batch decodes while the next is prepared.
-  DecodeOn decode = DecodeOn::kCpu;
-  double cpu_share = 0.0;
-  int gpu_stages = 2;
-};
-
-struct Batch {
-  torch::Tensor images;          // [n, 3, s, s] or [n, s, s, 3], on the device
-  torch::Tensor labels;          // [n] int64, on the device
-  std::vector<int64_t> indices;  // the source index of each image (after bad-image replacement)
-  int64_t epoch = 0, number = 0;
-};
 
 // Cumulative per-stage time, summed over worker threads (read, decode, augment) or spent by the
 // consumer (copy: host->device and device normalize; wait: blocked waiting for workers).
@@ -87,26 +41,23 @@ struct LoaderStats {
   std::vector<std::string> skipped_names;  // first few, with the reason
 };
 
-class ImageLoader {
+class ImageLoader : public Loader {
  public:
   ImageLoader(std::shared_ptr<const Source> source, LoaderOptions options);
-  ~ImageLoader();
+  ~ImageLoader() override;
   ImageLoader(const ImageLoader&) = delete;
   ImageLoader& operator=(const ImageLoader&) = delete;
 
-  // Starts (or restarts) an epoch: the sampler's order for `epoch`; batches still in flight from
-  // an earlier epoch are abandoned.
+  void start_epoch(int64_t epoch) override { start_epoch(epoch, false); }
   // reset_stats: zero the counters once the previous epoch's work has drained, before any
   // sample of this one is loaded (benchmarks time from here).
-  void start_epoch(int64_t epoch, bool reset_stats = false);
-  // The next batch of the epoch, or nothing at its end.  The batch's tensors stay valid until the
-  // next call (on the CPU they are the ring's memory; clone them to keep them).  With the `fail`
-  // policy, a bad image throws faster::Error naming it; with `skip`, the end of an epoch logs a
-  // warning with the number of images skipped in it.
-  std::optional<Batch> next();
+  void start_epoch(int64_t epoch, bool reset_stats);
+  // With the `fail` policy, a bad image throws faster::Error naming it; with `skip`, the end of an
+  // epoch logs a warning with the number of images skipped in it.
+  std::optional<Batch> next() override;
 
-  int64_t batches_per_epoch() const;
-  int64_t samples_per_epoch() const { return sampler_.per_rank(); }
+  int64_t batches_per_epoch() const override;
+  int64_t samples_per_epoch() const override;
   // Totals since construction; reset_stats() starts over (for example after a warm-up).
   LoaderStats stats() const;
   void reset_stats();
@@ -116,6 +67,10 @@ class ImageLoader {
   std::string describe_device() const;
   // Bytes of host batch memory, allocated once.
   int64_t ring_bytes() const;
+  // The shape of one output image: channels, height, width.
+  int channels() const { return channels_; }
+  int height() const { return height_; }
+  int width() const { return width_; }
 
  private:
   struct Slot {
@@ -146,12 +101,17 @@ class ImageLoader {
   // The host ring holds uint8 images: uint8 output, or nvJPEG (the ring only carries CPU-decoded
   // images into the device batch).
   bool host_uint8() const { return options_.output == OutputType::kUint8 || gpu(); }
+  // Rows of the batch in `slot` as delivered: its samples, or a full batch when padded.
+  int padded_rows(const Slot& slot) const;
   void stop_workers();
   void reset_stats_locked();
   void wait_idle(std::unique_lock<std::mutex>& lock);
 
   std::shared_ptr<const Source> source_;
   LoaderOptions options_;
+  std::optional<PixelShape> pixel_shape_;  // the source's, when it holds decoded pixels
+  int channels_ = 3, height_ = 0, width_ = 0;
+  int claim_ = 1;  // samples a worker takes at once (more when a sample is only a copy)
   Sampler sampler_;
   DeviceCopy copy_;
   std::vector<Slot> ring_;

@@ -23,8 +23,10 @@ void sync_device(const torch::Device& device, const Batch& batch) {
 
 std::string describe_transform(const LoaderOptions& o, bool normalized_on_device) {
   char buf[200];
-  if (o.train)
+  if (o.transform == Transform::kTrain)
     std::snprintf(buf, sizeof buf, "random-resized-crop %d + flip", o.size);
+  else if (o.transform == Transform::kNone)
+    std::snprintf(buf, sizeof buf, "as stored");
   else
     std::snprintf(buf, sizeof buf, "resize %d + center-crop %d", o.val_resize, o.val_size);
   std::string s = buf;
@@ -75,7 +77,7 @@ std::vector<LoadReport::StageRow> LoadReport::stage_rows() const {
 
 LoadReport run_load_benchmark(const LoadBenchOptions& o) {
   LoadReport r;
-  auto source = open_source(o.path, !o.loader.train, &r.split_note);
+  auto source = open_source(o.path, o.loader.transform == Transform::kVal, &r.split_note);
   r.source = source->describe();
   r.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (o.floor_samples > 0) r.floor = measure_decode_floor(*source, o.floor_samples);

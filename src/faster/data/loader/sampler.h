@@ -44,9 +44,14 @@ class Sampler {
   SamplerOptions options_;
 };
 
-// Number of batches for n samples: ceil(n / batch) unless drop_last.
-inline int64_t batch_count(int64_t n, int64_t batch, bool drop_last) {
-  return drop_last ? n / batch : (n + batch - 1) / batch;
+// Number of batches for n samples: ceil(n / batch), floor when the short last batch is dropped.
+inline int64_t batch_count(int64_t n, int64_t batch, LastBatch last) {
+  return last == LastBatch::kDrop ? n / batch : (n + batch - 1) / batch;
+}
+
+// Real samples that n samples deliver in batches (padding not counted, a dropped batch left out).
+inline int64_t delivered_samples(int64_t n, int64_t batch, LastBatch last) {
+  return last == LastBatch::kDrop ? n / batch * batch : n;
 }
 
 }  // namespace faster::data

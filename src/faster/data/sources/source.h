@@ -1,16 +1,25 @@
-// A dataset as the loader sees it: size() samples, each read as encoded bytes plus a label.
-// Folders of JPEGs and LMDB databases implement it; the loader shards and shuffles indices.
+// A dataset as the loader sees it: size() samples, each read as bytes plus a label.  Folders of
+// JPEGs and LMDB databases give encoded images; arrays held in memory (ArraySource) give decoded
+// pixels of one fixed shape.  The loader shards and shuffles indices.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace faster::data {
 
 struct Sample {
-  std::vector<uint8_t> bytes;  // the encoded image; capacity reused from sample to sample
+  // The encoded image, or its pixels (HWC) for a source of pixels; capacity reused from sample to
+  // sample.
+  std::vector<uint8_t> bytes;
   int label = -1;
+};
+
+// The shape every sample of a source of decoded pixels has.
+struct PixelShape {
+  int width = 0, height = 0, channels = 0;
 };
 
 class Source {
@@ -30,6 +39,8 @@ class Source {
   virtual std::string name(int64_t index) const = 0;
   // One line for reports: "folder /data/train (1000 classes, 1281167 images)".
   virtual std::string describe() const = 0;
+  // Sources of decoded pixels say their one shape; encoded (JPEG) sources return nothing.
+  virtual std::optional<PixelShape> pixels() const { return std::nullopt; }
   // Drops the source's files from the page cache (posix_fadvise DONTNEED), so the next read
   // measures the disk; returns how many files were advised.
   virtual int64_t evict_page_cache() const { return 0; }

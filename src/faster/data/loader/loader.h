@@ -1,0 +1,101 @@
+// One interface for every loader the trainer and `faster load` take: batches of (images, labels)
+// on the training device, an epoch at a time, with DistributedSampler semantics per rank and one
+// rule for the short last batch.  Two implementations:
+//  - ImageLoader (image_loader.h): worker threads read, decode, crop, resize and store samples of
+//    any Source (JPEG folders, LMDB, arrays held in memory) into a fixed ring of pinned host
+//    batches, copied to the device on a side stream (or decoded there by nvJPEG);
+//  - the device-resident loader (make_device_loader): a small array dataset uploaded whole, each
+//    batch one gather on the device.
+#pragma once
+
+#include <torch/types.h>
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "faster/core/enum_names.h"
+#include "faster/data/augment/crop_params.h"
+#include "faster/data/augment/resample.h"
+#include "faster/data/augment/store.h"
+#include "faster/data/decode/jpeg_decoder.h"
+#include "faster/data/loader/sampler.h"
+#include "faster/data/sources/array_dataset.h"
+
+namespace faster::data {
+
+// Label of the padding rows of a padded batch: cross_entropy's default ignore_index.
+constexpr int64_t kPadLabel = -100;
+
+enum class BadImagePolicy { kSkip, kFail };
+inline constexpr EnumName<BadImagePolicy> kBadImageNames[] = {{"skip", BadImagePolicy::kSkip},
+                                                              {"fail", BadImagePolicy::kFail}};
+enum class DecodeOn { kCpu, kNvjpeg };
+inline constexpr EnumName<DecodeOn> kDecodeNames[] = {{"cpu", DecodeOn::kCpu},
+                                                      {"nvjpeg", DecodeOn::kNvjpeg}};
+
+// What each image goes through before it is stored into its batch.
+enum class Transform {
+  kTrain,  // torchvision RandomResizedCrop(size) + RandomHorizontalFlip
+  kVal,    // torchvision Resize(val_resize) + CenterCrop(val_size)
+  kNone,   // as stored: sources of fixed-size pixels (arrays in memory), no crop, no resize
+};
+
+struct LoaderOptions {
+  int batch = 256;
+  int workers = 4;
+  int ring = 0;  // host batch buffers; 0: enough to keep every worker busy
+  Transform transform = Transform::kTrain;
+  int size = 224;  // kTrain output side
+  int val_resize = 256, val_size = 224;
+  // Channels of the output: 0 keeps the data's (3 for JPEG, the array's own for arrays); 3 turns
+  // a grayscale array into RGB (the value repeated), as a grayscale JPEG decodes.
+  int channels = 0;
+  RandomResizedCropOptions rrc;
+  Filter filter = Filter::kAntialias;
+  OutputType output = OutputType::kUint8;
+  Layout layout = Layout::kNCHW;
+  Normalization norm;
+  // uint8 batches on a CUDA device are normalized there (float, same layout) before next() returns.
+  bool normalize_on_device = true;
+  BadImagePolicy on_bad_image = BadImagePolicy::kSkip;
+  SamplerOptions sampler;
+  LastBatch last_batch = LastBatch::kKeep;
+  JpegDecoderOptions decoder;
+  torch::Device device = torch::kCPU;
+  // kNvjpeg: decode on the GPU (needs a CUDA device; output uint8 there, normalized unless told
+  // otherwise).  cpu_share: the fraction of GPU-decodable images the workers decode anyway, to use
+  // idle cores beside the GPU's JPEG engines.  gpu_stages: threads feeding the GPU, each with its
+  // own decoder, so one batch decodes while the next is prepared.
+  DecodeOn decode = DecodeOn::kCpu;
+  double cpu_share = 0.0;
+  int gpu_stages = 2;
+};
+
+struct Batch {
+  torch::Tensor images;          // [batch, C, H, W] or [batch, H, W, C] (layout), on the device
+  torch::Tensor labels;          // [batch] int64, on the device; padding rows are kPadLabel
+  int64_t size = 0;              // real samples; rows from `size` on are padding (LastBatch::kPad)
+  std::vector<int64_t> indices;  // source index of each real sample (after bad-image replacement)
+  int64_t epoch = 0, number = 0;
+};
+
+class Loader {
+ public:
+  virtual ~Loader() = default;
+  // Starts (or restarts) an epoch: the sampler's order for `epoch`; batches still in flight from
+  // an earlier epoch are abandoned.
+  virtual void start_epoch(int64_t epoch) = 0;
+  // The next batch of the epoch, or nothing at its end.  Its tensors stay valid until the next
+  // call (on the CPU they may be the ring's memory: clone them to keep them).
+  virtual std::optional<Batch> next() = 0;
+  virtual int64_t batches_per_epoch() const = 0;
+  // Real samples this rank delivers per epoch (padding not counted, a dropped batch left out).
+  virtual int64_t samples_per_epoch() const = 0;
+};
+
+// The device-resident loader: `data` uploaded to o.device once as uint8 NCHW, each epoch's order
+// uploaded once, a batch one gather (o.batch, o.sampler, o.last_batch and o.device are read).
+std::unique_ptr<Loader> make_device_loader(const ArrayDataset& data, const LoaderOptions& o);
+
+}  // namespace faster::data
