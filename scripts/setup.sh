@@ -8,8 +8,9 @@ pkgs=(build-essential cmake ninja-build libtorch-dev libgloo-dev libjpeg-dev lib
 tests=OFF
 if [ "${1:-}" = "--tests" ]; then
   tests=ON
-  # Test-only references: OpenCV (INTER_AREA resize quality), Python torch (reads --save output).
-  pkgs+=(libopencv-dev python3-torch python3-numpy)
+  # Test-only references: OpenCV (INTER_AREA resize quality), Python torch (reads --save output),
+  # torchvision (the ResNet reference).
+  pkgs+=(libopencv-dev python3-torch python3-torchvision python3-numpy)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

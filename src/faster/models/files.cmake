@@ -1,6 +1,7 @@
-# models: ThinNet (the seed's model) and, with CUDA, its fused ReLU + BatchNorm kernels.
-list(APPEND FASTER_TORCH_SOURCES src/faster/models/thinnet.cpp src/faster/models/sync_batchnorm.cpp
-                                  src/faster/models/registry.cpp)
+# models: the registry; ThinNet (the seed's model) and, with CUDA, its fused ReLU + BatchNorm
+# kernels; torchvision's ResNet-18/34/50.
+list(APPEND FASTER_TORCH_SOURCES src/faster/models/registry.cpp src/faster/models/thinnet.cpp
+     src/faster/models/resnet.cpp src/faster/models/sync_batchnorm.cpp)
 if(FASTER_CUDA)
   list(APPEND FASTER_TORCH_SOURCES src/faster/models/relu_batchnorm_cuda.cpp)
   list(APPEND FASTER_CUDA_SOURCES src/faster/models/relu_batchnorm.cu)

@@ -9,6 +9,7 @@ list(APPEND FASTER_TORCH_SOURCES
   src/faster/train/options.cpp
   src/faster/train/trainer.cpp
   src/faster/train/checkpoint.cpp
+  src/faster/train/state_dict_pickle.cpp
   src/faster/train/parallel/dist.cpp
   src/faster/train/parallel/grad_reducer.cpp
 )

@@ -1,0 +1,226 @@
+// ResNet implementation, following torchvision's resnet.py: the same modules registered in the same
+// order, so named_parameters() and named_buffers() list torchvision's state_dict names.
+#include "faster/models/resnet.h"
+
+#include <torch/nn/init.h>
+
+#include "faster/core/error.h"
+
+namespace faster::models {
+namespace nn = torch::nn;
+
+namespace {
+
+// torchvision's table: the block type and the block counts of layer1..layer4 for each depth.
+struct Architecture {
+  int depth;
+  bool bottleneck;
+  std::array<int, 4> blocks;
+};
+constexpr Architecture kArchitectures[] = {
+    {18, false, {2, 2, 2, 2}}, {34, false, {3, 4, 6, 3}}, {50, true, {3, 4, 6, 3}}};
+
+const Architecture& architecture(int depth) {
+  for (const auto& a : kArchitectures)
+    if (a.depth == depth) return a;
+  FASTER_THROW("ResNet: depth must be 18, 34 or 50 (got ", depth, ")");
+}
+
+// A bias-free convolution padded to keep the size at stride 1 (torchvision's conv1, conv3x3 and
+// conv1x1), initialised as torchvision does: kaiming_normal_(mode='fan_out', nonlinearity='relu').
+nn::Conv2d conv(int in, int out, int kernel, int stride) {
+  nn::Conv2d c(nn::Conv2dOptions(in, out, kernel).stride(stride).padding(kernel / 2).bias(false));
+  nn::init::kaiming_normal_(c->weight, 0, torch::kFanOut, torch::kReLU);
+  return c;
+}
+
+// torchvision's norm_layer: BatchNorm2d, or SyncBatchNorm2d in a DDP job (weight 1, bias 0).
+nn::AnyModule norm_layer(int channels, const ResNetOptions& o) {
+  if (o.norm == "sync") return nn::AnyModule(SyncBatchNorm2d(channels, o.sync_all_reduce));
+  return nn::AnyModule(nn::BatchNorm2d(channels));
+}
+
+// The shortcut of a block that changes shape: a strided 1x1 conv and a norm, named downsample.0
+// and downsample.1 like torchvision's nn.Sequential.  Empty where the shortcut is the identity.
+nn::Sequential downsample(int in, int out, int stride, const ResNetOptions& o) {
+  if (stride == 1 && in == out) return nullptr;
+  return nn::Sequential(conv(in, out, 1, stride), norm_layer(out, o));
+}
+
+nn::ReLU inplace_relu() {
+  return nn::ReLU(nn::ReLUOptions().inplace(true));
+}
+
+// What the two blocks share: their shape, registering norms, and the shortcut.  Block is the
+// derived class, for Cloneable.
+template <typename Block>
+class ResidualBlock : public nn::Cloneable<Block> {
+ protected:
+  ResidualBlock(int in, int planes, int stride, const ResNetOptions& o)
+      : in_(in), planes_(planes), stride_(stride), options_(o) {}
+
+  nn::AnyModule add_norm(const std::string& name, int channels) {
+    auto norm = norm_layer(channels, options_);
+    this->register_module(name, norm.ptr());
+    return norm;
+  }
+  // Last in reset(): the downsample where the shape changes to `out` channels, and
+  // zero_init_residual, which zeroes the weight of the block's last norm.
+  void add_shortcut(int out, const nn::AnyModule& last_norm) {
+    downsample_ = downsample(in_, out, stride_, options_);
+    if (downsample_) this->register_module("downsample", downsample_);
+    if (options_.zero_init_residual)
+      nn::init::zeros_(last_norm.ptr()->named_parameters(/*recurse=*/false)["weight"]);
+  }
+  torch::Tensor shortcut(const torch::Tensor& x) {
+    return downsample_ ? downsample_->forward(x) : x;
+  }
+
+  int in_, planes_, stride_;
+  ResNetOptions options_;
+  nn::Sequential downsample_{nullptr};
+};
+
+// ResNet-18/34's block: two 3x3 convs; the first carries the stride.
+class BasicBlockImpl : public ResidualBlock<BasicBlockImpl> {
+ public:
+  static constexpr int kExpansion = 1;
+  BasicBlockImpl(int in, int planes, int stride, const ResNetOptions& o)
+      : ResidualBlock(in, planes, stride, o) {
+    reset();
+  }
+  void reset() override {
+    conv1_ = register_module("conv1", conv(in_, planes_, 3, stride_));
+    bn1_ = add_norm("bn1", planes_);
+    relu_ = register_module("relu", inplace_relu());
+    conv2_ = register_module("conv2", conv(planes_, planes_, 3, 1));
+    bn2_ = add_norm("bn2", planes_);
+    add_shortcut(planes_ * kExpansion, bn2_);
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    auto out = conv1_->forward(x);
+    out = bn1_.forward(out);
+    out = relu_->forward(out);
+    out = conv2_->forward(out);
+    out = bn2_.forward(out);
+    out += shortcut(x);
+    return relu_->forward(out);
+  }
+
+ private:
+  nn::Conv2d conv1_{nullptr}, conv2_{nullptr};
+  nn::AnyModule bn1_, bn2_;
+  nn::ReLU relu_{nullptr};
+};
+TORCH_MODULE(BasicBlock);
+
+// ResNet-50's block: 1x1 reduce, 3x3 (with the stride: v1.5), 1x1 expand to 4x the planes.
+class BottleneckImpl : public ResidualBlock<BottleneckImpl> {
+ public:
+  static constexpr int kExpansion = 4;
+  BottleneckImpl(int in, int planes, int stride, const ResNetOptions& o)
+      : ResidualBlock(in, planes, stride, o) {
+    reset();
+  }
+  void reset() override {
+    const int out = planes_ * kExpansion;
+    conv1_ = register_module("conv1", conv(in_, planes_, 1, 1));
+    bn1_ = add_norm("bn1", planes_);
+    conv2_ = register_module("conv2", conv(planes_, planes_, 3, stride_));
+    bn2_ = add_norm("bn2", planes_);
+    conv3_ = register_module("conv3", conv(planes_, out, 1, 1));
+    bn3_ = add_norm("bn3", out);
+    relu_ = register_module("relu", inplace_relu());
+    add_shortcut(out, bn3_);
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    auto out = conv1_->forward(x);
+    out = bn1_.forward(out);
+    out = relu_->forward(out);
+    out = conv2_->forward(out);
+    out = bn2_.forward(out);
+    out = relu_->forward(out);
+    out = conv3_->forward(out);
+    out = bn3_.forward(out);
+    out += shortcut(x);
+    return relu_->forward(out);
+  }
+
+ private:
+  nn::Conv2d conv1_{nullptr}, conv2_{nullptr}, conv3_{nullptr};
+  nn::AnyModule bn1_, bn2_, bn3_;
+  nn::ReLU relu_{nullptr};
+};
+TORCH_MODULE(Bottleneck);
+
+// torchvision's _make_layer: the first block strides (and changes the width), the rest keep it.
+// `in` is the channel count entering the layer; it leaves as the layer's output width.
+template <typename Block>
+nn::Sequential make_layer(int& in, int planes, int blocks, int stride, const ResNetOptions& o) {
+  nn::Sequential layer;
+  layer->push_back(Block(in, planes, stride, o));
+  in = planes * Block::Impl::kExpansion;
+  for (int b = 1; b < blocks; ++b) layer->push_back(Block(in, planes, 1, o));
+  return layer;
+}
+
+}  // namespace
+
+ResNetImpl::ResNetImpl(const ResNetOptions& options) : options_(options) {
+  architecture(options.depth);  // throws on an unknown depth
+  if (options.classes < 2)
+    FASTER_THROW("ResNet: needs at least 2 classes (got ", options.classes, ")");
+  if (options.in_channels < 1)
+    FASTER_THROW("ResNet: needs at least 1 input channel (got ", options.in_channels, ")");
+  if (options.norm != "batch" && options.norm != "sync")
+    FASTER_THROW("ResNet: norm must be batch or sync (got '", options.norm, "')");
+  if (options.norm == "sync" && !options.sync_all_reduce)
+    FASTER_THROW("ResNet: SyncBatchNorm needs a distributed job");
+  reset();
+}
+
+void ResNetImpl::reset() {
+  const auto& o = options_;
+  const auto& arch = architecture(o.depth);
+  conv1_ = register_module("conv1", conv(o.in_channels, 64, 7, 2));
+  bn1_ = norm_layer(64, o);
+  register_module("bn1", bn1_.ptr());
+  relu_ = register_module("relu", inplace_relu());
+  maxpool_ =
+      register_module("maxpool", nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).padding(1)));
+  int channels = 64;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const int planes = 64 << i, stride = i == 0 ? 1 : 2;
+    layers_[i] = arch.bottleneck
+                     ? make_layer<Bottleneck>(channels, planes, arch.blocks[i], stride, o)
+                     : make_layer<BasicBlock>(channels, planes, arch.blocks[i], stride, o);
+    register_module("layer" + std::to_string(i + 1), layers_[i]);
+  }
+  avgpool_ =
+      register_module("avgpool", nn::AdaptiveAvgPool2d(nn::AdaptiveAvgPool2dOptions({1, 1})));
+  fc_ = register_module("fc", nn::Linear(channels, o.classes));
+}
+
+torch::Tensor ResNetImpl::forward(torch::Tensor x) {
+  x = conv1_->forward(x);
+  x = bn1_.forward(x);
+  x = relu_->forward(x);
+  x = maxpool_->forward(x);
+  for (auto& layer : layers_) x = layer->forward(x);
+  x = torch::flatten(avgpool_->forward(x), 1);
+  return fc_->forward(x);
+}
+
+std::vector<std::string> resnet_names() {
+  std::vector<std::string> names;
+  for (const auto& a : kArchitectures) names.push_back("resnet" + std::to_string(a.depth));
+  return names;
+}
+
+int resnet_depth_from_name(const std::string& name) {
+  for (const auto& a : kArchitectures)
+    if (name == "resnet" + std::to_string(a.depth)) return a.depth;
+  FASTER_THROW("unknown ResNet '", name, "' (resnet18, resnet34 or resnet50)");
+}
+
+}  // namespace faster::models

@@ -1,0 +1,62 @@
+// ResNet-18/34/50 as torchvision builds them (torchvision/models/resnet.py, "v1.5": a Bottleneck
+// strides on its 3x3 conv).  Module names, state names and shapes, initialisation and forward are
+// torchvision's, so a state_dict saved here loads into torchvision.models.resnetNN(num_classes=K)
+// with strict=True, and one saved there loads here.
+#pragma once
+
+#include <torch/nn/cloneable.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/container/any.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/pooling.h>
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "faster/models/model.h"
+#include "faster/models/sync_batchnorm.h"
+
+namespace faster::models {
+
+struct ResNetOptions {
+  int depth = 50;  // 18 or 34 (BasicBlock), 50 (Bottleneck)
+  int classes = 1000;
+  int in_channels = 3;
+  // Zero the last BatchNorm weight of every residual block, so each block starts as the identity.
+  bool zero_init_residual = false;
+  // Every normalization layer: "batch" (BatchNorm2d) or "sync" (SyncBatchNorm over the ranks of a
+  // DDP job, through sync_all_reduce).  The state names are the same either way.
+  std::string norm = "batch";
+  AllReduceSum sync_all_reduce;
+};
+
+// Cloneable, as is every block inside it, so DataParallel can replicate it onto several GPUs.
+class ResNetImpl : public torch::nn::Cloneable<ResNetImpl>, public Classifier {
+ public:
+  explicit ResNetImpl(const ResNetOptions& options);
+  void reset() override;
+  torch::Tensor forward(torch::Tensor x) override;
+
+  const ResNetOptions& options() const { return options_; }
+
+ private:
+  ResNetOptions options_;
+  torch::nn::Conv2d conv1_{nullptr};
+  torch::nn::AnyModule bn1_;  // BatchNorm2d or SyncBatchNorm2d
+  torch::nn::ReLU relu_{nullptr};
+  torch::nn::MaxPool2d maxpool_{nullptr};
+  std::array<torch::nn::Sequential, 4> layers_{nullptr, nullptr, nullptr, nullptr};  // layer1..4
+  torch::nn::AdaptiveAvgPool2d avgpool_{nullptr};
+  torch::nn::Linear fc_{nullptr};
+};
+TORCH_MODULE(ResNet);
+
+// The registry's names of the depths above: "resnet18", "resnet34", "resnet50".
+std::vector<std::string> resnet_names();
+// "resnet18" -> 18, "resnet34" -> 34, "resnet50" -> 50; throws faster::Error on any other name.
+int resnet_depth_from_name(const std::string& name);
+
+}  // namespace faster::models

@@ -1,0 +1,346 @@
+// A pickle machine for state_dicts: the opcodes of protocol 2 that torch.save and
+// torch::pickle_save use for a dict of tensors, and the four callables they name (OrderedDict,
+// _rebuild_tensor_v2, _rebuild_parameter, restore_type_tag).  Anything else is an error, not a
+// guess.
+#include "faster/train/state_dict_pickle.h"
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "faster/core/error.h"
+
+namespace faster::train {
+namespace {
+
+// One pickle value.  Tuples and dicts share their items, so a memoized dict sees later SETITEMS.
+struct Value {
+  enum Kind { kNone, kBool, kInt, kFloat, kString, kGlobal, kTuple, kDict, kTensor } kind = kNone;
+  int64_t i = 0;
+  double f = 0;
+  std::string s;  // a string; a global's "module.name"
+  std::shared_ptr<std::vector<Value>>
+      items;  // a tuple's items; a dict's keys and values, alternating
+  torch::Tensor tensor;
+};
+
+Value scalar(Value::Kind kind, int64_t i) {
+  Value v;
+  v.kind = kind;
+  v.i = i;
+  return v;
+}
+Value text(Value::Kind kind, std::string s) {
+  Value v;
+  v.kind = kind;
+  v.s = std::move(s);
+  return v;
+}
+Value container(Value::Kind kind, std::vector<Value> items = {}) {
+  Value v;
+  v.kind = kind;
+  v.items = std::make_shared<std::vector<Value>>(std::move(items));
+  return v;
+}
+Value tensor(torch::Tensor t) {
+  Value v;
+  v.kind = Value::kTensor;
+  v.tensor = std::move(t);
+  return v;
+}
+
+// The element types a storage global names (torch.FloatStorage, ...).
+torch::ScalarType storage_dtype(const std::string& global) {
+  static const std::map<std::string, torch::ScalarType> types{
+      {"torch.FloatStorage", torch::kFloat}, {"torch.DoubleStorage", torch::kDouble},
+      {"torch.HalfStorage", torch::kHalf},   {"torch.BFloat16Storage", torch::kBFloat16},
+      {"torch.LongStorage", torch::kLong},   {"torch.IntStorage", torch::kInt},
+      {"torch.ShortStorage", torch::kShort}, {"torch.CharStorage", torch::kChar},
+      {"torch.ByteStorage", torch::kByte},   {"torch.BoolStorage", torch::kBool}};
+  const auto it = types.find(global);
+  if (it == types.end()) FASTER_THROW("unsupported storage type ", global);
+  return it->second;
+}
+
+// Python's pickle opcodes (pickletools), those of protocol 2 that the two writers use.
+enum Opcode : uint8_t {
+  PROTO = 0x80,
+  STOP = '.',
+  GLOBAL = 'c',
+  BINPUT = 'q',
+  LONG_BINPUT = 'r',
+  BINGET = 'h',
+  LONG_BINGET = 'j',
+  MARK = '(',
+  EMPTY_DICT = '}',
+  EMPTY_TUPLE = ')',
+  TUPLE = 't',
+  TUPLE1 = 0x85,
+  TUPLE2 = 0x86,
+  TUPLE3 = 0x87,
+  NONE = 'N',
+  NEWTRUE = 0x88,
+  NEWFALSE = 0x89,
+  BININT1 = 'K',
+  BININT2 = 'M',
+  BININT = 'J',
+  LONG1 = 0x8a,
+  BINFLOAT = 'G',
+  BINUNICODE = 'X',
+  REDUCE = 'R',
+  BUILD = 'b',
+  BINPERSID = 'Q',
+  SETITEM = 's',
+  SETITEMS = 'u'
+};
+
+class Unpickler {
+ public:
+  Unpickler(const char* data, size_t size, const StorageLoader& load_storage)
+      : p_(data), end_(data + size), load_storage_(load_storage) {}
+
+  Value run() {
+    for (;;) {
+      const uint8_t op = u8();
+      switch (op) {
+        case PROTO:
+          u8();
+          break;
+        case STOP:
+          return pop();
+        case GLOBAL: {
+          auto module = line();
+          push(text(Value::kGlobal, module + "." + line()));
+          break;
+        }
+        case BINPUT:
+          memo(u8());
+          break;
+        case LONG_BINPUT:
+          memo(le(4));
+          break;
+        case BINGET:
+          push(memo_at(u8()));
+          break;
+        case LONG_BINGET:
+          push(memo_at(le(4)));
+          break;
+        case MARK:
+          marks_.push_back(stack_.size());
+          break;
+        case EMPTY_DICT:
+          push(container(Value::kDict));
+          break;
+        case EMPTY_TUPLE:
+          push(container(Value::kTuple));
+          break;
+        case TUPLE:
+          push(container(Value::kTuple, pop_to_mark()));
+          break;
+        case TUPLE1:
+        case TUPLE2:
+        case TUPLE3: {
+          const size_t n = op - TUPLE1 + 1;
+          if (stack_.size() < n) fail("stack underflow");
+          std::vector<Value> items(stack_.end() - n, stack_.end());
+          stack_.resize(stack_.size() - n);
+          push(container(Value::kTuple, std::move(items)));
+          break;
+        }
+        case NONE:
+          push(Value{});
+          break;
+        case NEWTRUE:
+        case NEWFALSE:
+          push(scalar(Value::kBool, op == NEWTRUE));
+          break;
+        case BININT1:
+          push(scalar(Value::kInt, u8()));
+          break;
+        case BININT2:
+          push(scalar(Value::kInt, le(2)));
+          break;
+        case BININT:
+          push(scalar(Value::kInt, static_cast<int32_t>(le(4))));
+          break;
+        case LONG1: {  // n bytes, little-endian two's complement
+          const size_t n = u8();
+          if (n > 8) fail("integer wider than 64 bits");
+          uint64_t bits = n ? le(n) : 0;
+          if (n && n < 8 && (bits >> (8 * n - 1)) & 1) bits |= ~uint64_t{0} << (8 * n);
+          push(scalar(Value::kInt, static_cast<int64_t>(bits)));
+          break;
+        }
+        case BINFLOAT: {  // big-endian double
+          uint64_t bits = 0;
+          for (const char c : bytes(8)) bits = bits << 8 | static_cast<uint8_t>(c);
+          Value v;
+          v.kind = Value::kFloat;
+          std::memcpy(&v.f, &bits, sizeof v.f);
+          push(v);
+          break;
+        }
+        case BINUNICODE:
+          push(text(Value::kString, bytes(le(4))));
+          break;
+        case REDUCE: {
+          auto args = pop(), callable = pop();
+          push(call(callable, args));
+          break;
+        }
+        case BUILD:  // an OrderedDict's attributes (_metadata), not needed for its items
+          pop();
+          if (top().kind != Value::kDict) fail("BUILD on something other than a dict");
+          break;
+        case BINPERSID:
+          push(storage(pop()));
+          break;
+        case SETITEM: {
+          auto value = pop(), key = pop();
+          dict_items(top()).insert(dict_items(top()).end(), {key, value});
+          break;
+        }
+        case SETITEMS: {
+          auto items = pop_to_mark();
+          if (items.size() % 2) fail("SETITEMS with an odd count");
+          dict_items(top()).insert(dict_items(top()).end(), items.begin(), items.end());
+          break;
+        }
+        default:
+          fail("unsupported pickle opcode " + std::to_string(op));
+      }
+    }
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const { FASTER_THROW(what); }
+
+  uint8_t u8() {
+    if (p_ == end_) fail("truncated pickle");
+    return static_cast<uint8_t>(*p_++);
+  }
+  uint64_t le(size_t n) {  // n-byte little-endian unsigned
+    uint64_t v = 0;
+    for (size_t k = 0; k < n; ++k) v |= uint64_t{u8()} << (8 * k);
+    return v;
+  }
+  std::string bytes(size_t n) {
+    if (static_cast<size_t>(end_ - p_) < n) fail("truncated pickle");
+    std::string s(p_, n);
+    p_ += n;
+    return s;
+  }
+  std::string line() {
+    const char* nl = static_cast<const char*>(std::memchr(p_, '\n', end_ - p_));
+    if (!nl) fail("truncated pickle");
+    std::string s(p_, nl);
+    p_ = nl + 1;
+    return s;
+  }
+
+  void push(Value v) { stack_.push_back(std::move(v)); }
+  Value& top() {
+    if (stack_.empty()) fail("stack underflow");
+    return stack_.back();
+  }
+  Value pop() {
+    Value v = std::move(top());
+    stack_.pop_back();
+    return v;
+  }
+  std::vector<Value> pop_to_mark() {
+    if (marks_.empty() || marks_.back() > stack_.size()) fail("no MARK");
+    std::vector<Value> items(stack_.begin() + marks_.back(), stack_.end());
+    stack_.resize(marks_.back());
+    marks_.pop_back();
+    return items;
+  }
+  void memo(uint64_t index) { memo_[index] = top(); }
+  const Value& memo_at(uint64_t index) const {
+    const auto it = memo_.find(index);
+    if (it == memo_.end()) fail("unknown memo entry " + std::to_string(index));
+    return it->second;
+  }
+  std::vector<Value>& dict_items(Value& v) {
+    if (v.kind != Value::kDict) fail("SETITEM on something other than a dict");
+    return *v.items;
+  }
+
+  // The callables those writers name.
+  Value call(const Value& callable, const Value& args) {
+    if (callable.kind != Value::kGlobal || args.kind != Value::kTuple)
+      fail("REDUCE without a global");
+    const auto& a = *args.items;
+    const auto& name = callable.s;
+    if (name == "collections.OrderedDict" && a.empty()) return container(Value::kDict);
+    // (storage, offset, size, stride, requires_grad, backward_hooks[, metadata])
+    if (name == "torch._utils._rebuild_tensor_v2" && a.size() >= 4 && a[0].kind == Value::kTensor)
+      return tensor(a[0].tensor.as_strided(ints(a[2]), ints(a[3]), integer(a[1])));
+    // (data, requires_grad, backward_hooks): a Parameter saved with keep_vars=True
+    if (name == "torch._utils._rebuild_parameter" && !a.empty() && a[0].kind == Value::kTensor)
+      return a[0];
+    // (value, type): LibTorch's typed containers
+    if (name == "torch.jit._pickle.restore_type_tag" && !a.empty()) return a[0];
+    fail("unsupported callable " + name);
+  }
+
+  // A persistent id ('storage', storage type, key, location, numel): the storage's tensor on the
+  // CPU (where it was saved does not matter here), one per key.
+  Value storage(const Value& pid) {
+    const auto* a = pid.kind == Value::kTuple ? pid.items.get() : nullptr;
+    if (!a || a->size() != 5 || (*a)[0].s != "storage" || (*a)[1].kind != Value::kGlobal ||
+        (*a)[2].kind != Value::kString)
+      fail("unsupported persistent id");
+    const auto& key = (*a)[2].s;
+    auto it = storages_.find(key);
+    if (it == storages_.end())
+      it = storages_.emplace(key, load_storage_(key, storage_dtype((*a)[1].s), integer((*a)[4])))
+               .first;
+    return tensor(it->second);
+  }
+
+  int64_t integer(const Value& v) const {
+    if (v.kind != Value::kInt) fail("expected an integer");
+    return v.i;
+  }
+  std::vector<int64_t> ints(const Value& v) const {
+    if (v.kind != Value::kTuple) fail("expected a tuple of integers");
+    std::vector<int64_t> out;
+    for (const auto& item : *v.items) out.push_back(integer(item));
+    return out;
+  }
+
+  const char* p_;
+  const char* end_;
+  const StorageLoader& load_storage_;
+  std::vector<Value> stack_;
+  std::vector<size_t> marks_;
+  std::map<uint64_t, Value> memo_;
+  std::map<std::string, torch::Tensor> storages_;
+};
+
+}  // namespace
+
+c10::Dict<std::string, torch::Tensor> unpickle_state_dict(const char* data, size_t size,
+                                                          const StorageLoader& load_storage,
+                                                          const std::string& where) {
+  Value root;
+  try {
+    root = Unpickler(data, size, load_storage).run();
+  } catch (const Error& e) {
+    FASTER_THROW(where, ": ", e.what());
+  }
+  if (root.kind != Value::kDict)
+    FASTER_THROW(where, ": not a state_dict (the pickle is not a dict)");
+  c10::Dict<std::string, torch::Tensor> out;
+  const auto& items = *root.items;
+  for (size_t k = 0; k < items.size(); k += 2) {
+    if (items[k].kind != Value::kString || items[k + 1].kind != Value::kTensor)
+      FASTER_THROW(where, ": not a state_dict (an entry is not name -> tensor)");
+    out.insert_or_assign(items[k].s, items[k + 1].tensor);
+  }
+  return out;
+}
+
+}  // namespace faster::train

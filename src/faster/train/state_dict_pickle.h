@@ -1,0 +1,27 @@
+// The pickle (data.pkl) of a state_dict archive, as written by Python's
+// torch.save(model.state_dict()) and by LibTorch's torch::pickle_save.  LibTorch 1.13's own reader
+// (torch::pickle_load) cannot take Python's: it unpickles collections.OrderedDict, the type of
+// every state_dict, as None.  This is a small pickle machine for what those two writers emit for a
+// dict of tensors (protocol 2).
+#pragma once
+
+#include <ATen/core/Dict.h>
+#include <torch/types.h>
+
+#include <functional>
+#include <string>
+
+namespace faster::train {
+
+// The tensor of the storage `key` of the archive (its record data/<key>): `numel` elements of
+// `dtype`.
+using StorageLoader =
+    std::function<torch::Tensor(const std::string& key, torch::ScalarType dtype, int64_t numel)>;
+
+// Name -> tensor, in the pickle's order.  Throws faster::Error (its message prefixed by `where`) on
+// anything but a dict (or OrderedDict) of tensors, and on opcodes those writers do not use.
+c10::Dict<std::string, torch::Tensor> unpickle_state_dict(const char* data, size_t size,
+                                                          const StorageLoader& load_storage,
+                                                          const std::string& where);
+
+}  // namespace faster::train

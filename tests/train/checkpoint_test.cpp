@@ -1,0 +1,75 @@
+// read_state_dict on archives written by Python's torch.save: an OrderedDict whose tensors are
+// views (offsets, strides, several on one storage) of several dtypes; and files that are no
+// state_dict.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "faster/core/error.h"
+#include "faster/train/checkpoint.h"
+#include "support/test_support.h"
+
+namespace faster::train {
+namespace {
+
+// Runs a Python statement with `torch` and `collections` imported and `path` bound.
+test::RunResult python(const std::string& statement, const std::filesystem::path& path) {
+  return test::run_shell("/usr/bin/python3 -c \"import collections, torch; path = '" +
+                         path.string() + "'; " + statement + "\"");
+}
+
+bool have_python_torch() {
+  return test::run_shell("/usr/bin/python3 -c 'import torch' 2>/dev/null").exit_code == 0;
+}
+
+TEST(Checkpoint, ReadsTorchSaveViewsAndDtypes) {
+  if (!have_python_torch()) GTEST_SKIP() << "no Python torch";
+  test::TempDir dir;
+  const auto path = dir / "views.pt";
+  const auto r = python(
+      "x = torch.arange(12.).reshape(3, 4); "
+      "torch.save(collections.OrderedDict(t=x.t(), row=x[1], h=torch.arange(3).half(), "
+      "n=torch.tensor(7), b=torch.tensor([True, False])), path)",
+      path);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto d = read_state_dict(path);
+  std::vector<std::string> names;
+  for (const auto& e : d) names.push_back(e.key());
+  EXPECT_EQ(names, (std::vector<std::string>{"t", "row", "h", "n", "b"}));
+  const auto x = torch::arange(12.0, torch::kFloat).reshape({3, 4});
+  EXPECT_TRUE(torch::equal(d.at("t"), x.t()));
+  EXPECT_TRUE(torch::equal(d.at("row"), x[1]));
+  EXPECT_TRUE(d.at("t").is_alias_of(d.at("row"))) << "one storage, as saved";
+  EXPECT_TRUE(torch::equal(d.at("h"), torch::arange(3).to(torch::kHalf)));
+  EXPECT_EQ(d.at("n").dim(), 0);
+  EXPECT_EQ(d.at("n").scalar_type(), torch::kLong);
+  EXPECT_EQ(d.at("n").item<int64_t>(), 7);
+  EXPECT_TRUE(torch::equal(d.at("b"), torch::tensor({true, false})));
+}
+
+TEST(Checkpoint, RejectsWhatIsNotAStateDict) {
+  test::TempDir dir;
+  EXPECT_THROW(read_state_dict(dir / "absent.pt"), Error);
+  test::write_file(dir / "text.pt", "not a zip archive\n");
+  try {
+    read_state_dict(dir / "text.pt");
+    FAIL() << "a text file was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a PyTorch zip archive"), std::string::npos)
+        << e.what();
+  }
+  if (!have_python_torch()) GTEST_SKIP() << "no Python torch";
+  // A tensor, and a dict of something else: pickles this reader reads, but no state_dicts.
+  for (const char* value : {"torch.ones(2)", "{'epoch': 3}"}) {
+    const auto other = dir / "other.pt";
+    ASSERT_EQ(python(std::string("torch.save(") + value + ", path)", other).exit_code, 0);
+    try {
+      read_state_dict(other);
+      FAIL() << value << " was read";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("not a state_dict"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace faster::train
