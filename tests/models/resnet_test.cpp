@@ -248,7 +248,7 @@ TEST(ResNet, SyncBatchNormHasBatchNormNames) {
   ResNetOptions o;
   o.depth = 18;
   auto batch = ResNet(o);
-  o.norm = "sync";
+  o.norm = Norm::kSync;
   o.sync_all_reduce = [](torch::Tensor&) {};  // one rank
   auto sync = ResNet(o);
   EXPECT_EQ(listing(sync, 18), listing(batch, 18));
@@ -293,8 +293,8 @@ TEST(ResNet, BadOptionsAndNamesThrow) {
   bad([](ResNetOptions& o) { o.depth = 0; });
   bad([](ResNetOptions& o) { o.classes = 1; });
   bad([](ResNetOptions& o) { o.in_channels = 0; });
-  bad([](ResNetOptions& o) { o.norm = "none"; });
-  bad([](ResNetOptions& o) { o.norm = "sync"; });  // without a distributed job
+  bad([](ResNetOptions& o) { o.norm = Norm::kNone; });
+  bad([](ResNetOptions& o) { o.norm = Norm::kSync; });  // without a distributed job
   try {
     ResNetOptions o;
     o.depth = 20;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <map>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -109,6 +110,18 @@ std::filesystem::path fashion_mnist_dir() {
 
 std::string fashion_mnist_flag() {
   return " --data " + fashion_mnist_dir().string();
+}
+
+const std::filesystem::path& exported_fashion_mnist(int limit) {
+  static TempDir dir;
+  static std::map<int, std::filesystem::path> trees;
+  auto it = trees.find(limit);
+  if (it != trees.end()) return it->second;
+  const auto out = dir / ("fmnist" + std::to_string(limit));
+  const auto r = run_faster("export" + fashion_mnist_flag() + " --out " + out.string() +
+                            " --limit " + std::to_string(limit));
+  if (r.exit_code != 0) throw std::runtime_error("faster export failed: " + r.output);
+  return trees.emplace(limit, out).first->second;
 }
 
 }  // namespace faster::test

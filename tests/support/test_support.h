@@ -40,6 +40,9 @@ void write_file(const std::filesystem::path& path, const std::string& bytes);
 std::filesystem::path fashion_mnist_dir();
 // " --data <that folder>", for commands that would otherwise use the program's default path.
 std::string fashion_mnist_flag();
+// Fashion-MNIST's first `limit` training and test images as an ImageFolder tree of JPEGs
+// (train/, val/), made by `faster export` once per test binary (needs fashion_mnist_dir()).
+const std::filesystem::path& exported_fashion_mnist(int limit);
 
 }  // namespace faster::test
 

@@ -2,6 +2,7 @@
 list(APPEND FASTER_CLI_SOURCES
   src/faster/cli/main.cpp
   src/faster/cli/cmd_train.cpp
+  src/faster/cli/cmd_eval.cpp
   src/faster/cli/cmd_bench.cpp
   src/faster/cli/cmd_load.cpp
   src/faster/cli/cmd_synth.cpp

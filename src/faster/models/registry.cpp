@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "faster/core/error.h"
+#include "faster/models/resnet.h"
 #include "faster/models/thinnet.h"
 
 namespace faster::models {
@@ -21,18 +22,44 @@ ThinNetOptions thinnet_options(const ModelOptions& o) {
   return t;
 }
 
+Model make_resnet(const std::string& name, const ModelOptions& o) {
+  ResNetOptions r;
+  r.depth = resnet_depth_from_name(name);
+  r.classes = o.classes;
+  r.in_channels = o.in_channels;
+  r.zero_init_residual = o.zero_init_residual;
+  r.norm = o.norm;
+  r.sync_all_reduce = o.sync_all_reduce;
+  return Model(ResNet(r).ptr(), name);
+}
+
 struct Entry {
-  const char* name;
+  std::string name;
   std::function<Model(const ModelOptions&)> make;
   std::function<int(const ModelOptions&)> min_input_size;
+  data::Normalization norm;
 };
 
+data::Normalization unit_normalization() {
+  data::Normalization n;
+  for (int c = 0; c < 3; ++c) n.mean[c] = 0, n.std[c] = 1;
+  return n;
+}
+
 const std::vector<Entry>& registry() {
-  static const std::vector<Entry> entries = {
-      {"thinnet",
-       [](const ModelOptions& o) { return Model(ThinNet(thinnet_options(o)).ptr(), "thinnet"); },
-       [](const ModelOptions& o) { return thinnet_options(o).min_input_size(); }},
-  };
+  static const std::vector<Entry> entries = [] {
+    std::vector<Entry> e = {
+        {"thinnet",
+         [](const ModelOptions& o) { return Model(ThinNet(thinnet_options(o)).ptr(), "thinnet"); },
+         [](const ModelOptions& o) { return thinnet_options(o).min_input_size(); },
+         unit_normalization()},
+    };
+    // Any side works (the last stage's map pools to 1x1); below 32 px it is 1x1 from layer3 on.
+    for (const auto& name : resnet_names())
+      e.push_back({name, [name](const ModelOptions& o) { return make_resnet(name, o); },
+                   [](const ModelOptions&) { return 1; }, data::Normalization{}});
+    return e;
+  }();
   return entries;
 }
 
@@ -58,6 +85,49 @@ std::vector<std::string> model_names() {
 
 int min_input_size(const ModelOptions& options) {
   return find(options.name).min_input_size(options);
+}
+
+data::Normalization input_normalization(const std::string& name) {
+  return find(name).norm;
+}
+
+ModelOptions infer_model_options(const std::map<std::string, std::vector<int64_t>>& shapes,
+                                 const std::string& where) {
+  const auto shape = [&](const std::string& key) -> const std::vector<int64_t>& {
+    static const std::vector<int64_t> none;
+    auto it = shapes.find(key);
+    return it == shapes.end() ? none : it->second;
+  };
+  ModelOptions o;
+  const auto& fc = shape("fc.weight");
+  if (fc.size() != 2) FASTER_THROW(where, ": no fc.weight of a classifier");
+  o.classes = static_cast<int>(fc[0]);
+  if (shape("conv1.weight").size() == 4 && shape("layer4.0.conv1.weight").size() == 4) {
+    // torchvision's ResNets: Bottleneck blocks have a conv3; 18 and 34 differ in layer3's length.
+    int layer3 = 0;
+    while (shapes.count("layer3." + std::to_string(layer3) + ".conv1.weight")) ++layer3;
+    o.name = shapes.count("layer1.0.conv3.weight") ? "resnet50"
+             : layer3 == 2                         ? "resnet18"
+                                                   : "resnet34";
+    o.in_channels = static_cast<int>(shape("conv1.weight")[1]);
+    return o;
+  }
+  if (shape("features.0.0.weight").size() == 4) {
+    // ThinNet: a run of convs with the same filter count is a stage (its entry conv + blocks).
+    o.name = "thinnet";
+    o.in_channels = static_cast<int>(shape("features.0.0.weight")[1]);
+    o.filters.clear(), o.blocks.clear();
+    for (int i = 0; shapes.count("features." + std::to_string(i) + ".0.weight"); ++i) {
+      const int f = static_cast<int>(shape("features." + std::to_string(i) + ".0.weight")[0]);
+      if (!o.filters.empty() && o.filters.back() == f)
+        ++o.blocks.back();
+      else
+        o.filters.push_back(f), o.blocks.push_back(0);
+    }
+    o.norm = shapes.count("features.0.2.weight") ? Norm::kBatch : Norm::kNone;
+    return o;
+  }
+  FASTER_THROW(where, ": its names match no model faster knows (ResNet-18/34/50, ThinNet)");
 }
 
 }  // namespace faster::models

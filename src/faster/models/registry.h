@@ -3,9 +3,11 @@
 // registry.cpp; nothing above models/ names a concrete network.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
+#include "faster/data/augment/store.h"
 #include "faster/models/model.h"
 #include "faster/models/sync_batchnorm.h"
 
@@ -22,6 +24,8 @@ struct ModelOptions {
   std::vector<int> blocks{3, 3, 2};
   std::vector<int> filters{32, 64, 128};
   bool fused = true;
+  // ResNets: zero the last BatchNorm weight of each residual block (each starts as the identity).
+  bool zero_init_residual = false;
 };
 
 // Builds the named architecture; throws faster::Error naming the problem (unknown name, options
@@ -33,5 +37,16 @@ std::vector<std::string> model_names();
 
 // The smallest image side the architecture accepts (ThinNet's unpadded convs shrink the map).
 int min_input_size(const ModelOptions& options);
+
+// Which registered architecture a state_dict belongs to, from its tensors' names and shapes: the
+// name, classes, input channels and (ThinNet) blocks, filters and norm.  Throws faster::Error
+// (prefixed by `where`) when it matches none.
+ModelOptions infer_model_options(const std::map<std::string, std::vector<int64_t>>& shapes,
+                                 const std::string& where);
+
+// How pixels are scaled before they reach the architecture: (x / 255 - mean) / std.  The seed's
+// ThinNet takes x / 255 (mean 0, std 1); ResNets take torchvision's ImageNet mean and std, as
+// torchvision's weights expect.
+data::Normalization input_normalization(const std::string& name);
 
 }  // namespace faster::models

@@ -36,7 +36,7 @@ nn::Conv2d conv(int in, int out, int kernel, int stride) {
 
 // torchvision's norm_layer: BatchNorm2d, or SyncBatchNorm2d in a DDP job (weight 1, bias 0).
 nn::AnyModule norm_layer(int channels, const ResNetOptions& o) {
-  if (o.norm == "sync") return nn::AnyModule(SyncBatchNorm2d(channels, o.sync_all_reduce));
+  if (o.norm == Norm::kSync) return nn::AnyModule(SyncBatchNorm2d(channels, o.sync_all_reduce));
   return nn::AnyModule(nn::BatchNorm2d(channels));
 }
 
@@ -172,9 +172,8 @@ ResNetImpl::ResNetImpl(const ResNetOptions& options) : options_(options) {
     FASTER_THROW("ResNet: needs at least 2 classes (got ", options.classes, ")");
   if (options.in_channels < 1)
     FASTER_THROW("ResNet: needs at least 1 input channel (got ", options.in_channels, ")");
-  if (options.norm != "batch" && options.norm != "sync")
-    FASTER_THROW("ResNet: norm must be batch or sync (got '", options.norm, "')");
-  if (options.norm == "sync" && !options.sync_all_reduce)
+  if (options.norm == Norm::kNone) FASTER_THROW("ResNet: norm must be batch or sync (got none)");
+  if (options.norm == Norm::kSync && !options.sync_all_reduce)
     FASTER_THROW("ResNet: SyncBatchNorm needs a distributed job");
   reset();
 }

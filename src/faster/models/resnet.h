@@ -27,9 +27,9 @@ struct ResNetOptions {
   int in_channels = 3;
   // Zero the last BatchNorm weight of every residual block, so each block starts as the identity.
   bool zero_init_residual = false;
-  // Every normalization layer: "batch" (BatchNorm2d) or "sync" (SyncBatchNorm over the ranks of a
-  // DDP job, through sync_all_reduce).  The state names are the same either way.
-  std::string norm = "batch";
+  // Every normalization layer: BatchNorm2d or SyncBatchNorm over the ranks of a DDP job (through
+  // sync_all_reduce); Norm::kNone is refused.  The state names are the same either way.
+  Norm norm = Norm::kBatch;
   AllReduceSum sync_all_reduce;
 };
 

@@ -137,4 +137,32 @@ DirectoryLock::~DirectoryLock() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+namespace {
+void check_writable_dir(const std::filesystem::path& dir, const std::string& flag,
+                        const std::filesystem::path& named) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    FASTER_THROW(flag, " ", named.string(), ": the folder ", dir.string(), " does not exist");
+  if (::access(dir.c_str(), W_OK) != 0)
+    FASTER_THROW(flag, " ", named.string(), ": cannot write in ", dir.string(), " (",
+                 std::strerror(errno), ")");
+}
+}  // namespace
+
+void check_output_file(const std::filesystem::path& path, const std::string& flag) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    FASTER_THROW(flag, " ", path.string(), " is a folder; give a file name");
+  const auto parent = std::filesystem::absolute(path).parent_path();
+  check_writable_dir(parent, flag, path);
+}
+
+void check_output_dir(const std::filesystem::path& dir, const std::string& flag) {
+  std::error_code ec;
+  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))
+    FASTER_THROW(flag, " ", dir.string(), " is a file, not a folder");
+  const auto abs = std::filesystem::absolute(dir);
+  check_writable_dir(std::filesystem::is_directory(abs, ec) ? abs : abs.parent_path(), flag, dir);
+}
+
 }  // namespace faster::tools

@@ -30,6 +30,12 @@ inline void write_file_atomic(const std::filesystem::path& final_path, const std
   write_file_atomic(final_path, reinterpret_cast<const uint8_t*>(text.data()), text.size());
 }
 
+// Checks, before long work starts, that `path` can become a file: not a folder, in a folder that
+// exists and may be written.  Throws faster::Error naming `flag` and the path.
+void check_output_file(const std::filesystem::path& path, const std::string& flag);
+// The same for a folder that is created when missing: it is a writable folder, or its parent is.
+void check_output_dir(const std::filesystem::path& dir, const std::string& flag);
+
 // Creates `dir` (its parent must exist) unless it is already a directory, and removes the
 // temporaries an interrupted run left in it.  Throws faster::Error naming the directory when a
 // file of that name is in the way or it cannot be created.

@@ -5,6 +5,7 @@
 #include <torch/types.h>
 
 #include <string>
+#include <vector>
 
 #include "faster/core/enum_names.h"
 
@@ -53,6 +54,8 @@ class GradScaler {
   void update(const torch::Tensor& found_inf);
 
   double current_scale() const { return scale_.item<double>(); }  // syncs; for reports and tests
+  // The scale and the growth tracker themselves (checkpoints copy into them).
+  std::vector<torch::Tensor> state() const { return {scale_, tracker_}; }
   int64_t growth_tracker() const { return tracker_.item<int64_t>(); }
 
  private:

@@ -23,14 +23,21 @@ std::vector<std::pair<std::string, torch::Tensor>> named_state(const torch::nn::
   for (const auto& b : m.named_buffers()) out.emplace_back(b.key(), b.value());
   return out;
 }
+
+// A tensor the archive owns: on the CPU, compact, not sharing storage with anything else.
+torch::Tensor own(const torch::Tensor& t) { return t.detach().to(torch::kCPU).contiguous().clone(); }
+
+void write_dict(const fs::path& path, const c10::Dict<std::string, torch::Tensor>& dict) {
+  const auto bytes = torch::pickle_save(dict);
+  tools::write_file_atomic(path, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+}
+
 }  // namespace
 
 void save_state_dict(const torch::nn::Module& module, const fs::path& path) {
   c10::Dict<std::string, torch::Tensor> dict;
-  for (const auto& [name, t] : named_state(module))
-    dict.insert(name, t.detach().to(torch::kCPU).contiguous().clone());  // own, compact storage
-  const auto bytes = torch::pickle_save(dict);
-  tools::write_file_atomic(path, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  for (const auto& [name, t] : named_state(module)) dict.insert(name, own(t));
+  write_dict(path, dict);
 }
 
 // The zip archive (torch.save's format since PyTorch 1.6): data.pkl and one record data/<key> per
@@ -61,20 +68,94 @@ c10::Dict<std::string, torch::Tensor> read_state_dict(const fs::path& path) {
   return unpickle_state_dict(static_cast<const char*>(pickle.get()), size, load_storage, where);
 }
 
-void load_state_dict(torch::nn::Module& module, const fs::path& path) {
-  const auto dict = read_state_dict(path);
+void copy_state_dict(const c10::Dict<std::string, torch::Tensor>& dict, const std::string& prefix,
+                     torch::nn::Module& module, const fs::path& path) {
   torch::NoGradGuard no_grad;
   auto state = named_state(module);
-  if (static_cast<size_t>(dict.size()) != state.size())
-    FASTER_THROW(path.string(), ": ", dict.size(), " entries, the model has ", state.size());
+  int64_t under_prefix = 0;
+  for (const auto& kv : dict) under_prefix += kv.key().rfind(prefix, 0) == 0;
+  if (static_cast<size_t>(under_prefix) != state.size())
+    FASTER_THROW(path.string(), ": ", under_prefix, " entries, the model has ", state.size());
   for (auto& [name, t] : state) {
-    auto it = dict.find(name);
-    if (it == dict.end()) FASTER_THROW(path.string(), ": missing '", name, "'");
+    auto it = dict.find(prefix + name);
+    if (it == dict.end()) FASTER_THROW(path.string(), ": missing '", prefix + name, "'");
     const auto& src = it->value();
     if (src.sizes() != t.sizes())
-      FASTER_THROW(path.string(), ": '", name, "' has shape ", src.sizes(), ", expected ", t.sizes());
+      FASTER_THROW(path.string(), ": '", name, "' has shape ", src.sizes(), ", expected ",
+                   t.sizes());
     t.copy_(src);
   }
+}
+
+namespace {
+constexpr const char* kMetaKey = "meta.json";
+constexpr const char* kFormat = "faster checkpoint";
+}  // namespace
+
+bool is_checkpoint(const c10::Dict<std::string, torch::Tensor>& dict) {
+  return dict.contains(kMetaKey);
+}
+
+void load_state_dict(torch::nn::Module& module, const fs::path& path) {
+  const auto dict = read_state_dict(path);
+  if (dict.contains(kMetaKey))
+    FASTER_THROW(path.string(), " is a training checkpoint, not a state_dict (--resume takes it)");
+  copy_state_dict(dict, "", module, path);
+}
+
+void save_checkpoint(const fs::path& path, const torch::nn::Module& model,
+                     const std::vector<CheckpointPart>& parts, const nlohmann::json& meta) {
+  c10::Dict<std::string, torch::Tensor> dict;
+  auto m = meta;
+  m["format"] = kFormat;
+  const std::string text = m.dump();
+  dict.insert(kMetaKey, torch::from_blob(const_cast<char*>(text.data()),
+                                         {static_cast<int64_t>(text.size())}, torch::kUInt8)
+                            .clone());
+  for (const auto& [name, t] : named_state(model)) dict.insert("model." + name, own(t));
+  for (const auto& part : parts)
+    for (size_t i = 0; i < part.tensors.size(); ++i)
+      dict.insert(part.prefix + std::to_string(i), own(part.tensors[i]));
+  write_dict(path, dict);
+}
+
+nlohmann::json load_checkpoint(const fs::path& path, torch::nn::Module& model,
+                               const std::vector<CheckpointPart>& parts,
+                               const nlohmann::json& expect) {
+  const auto dict = read_state_dict(path);
+  const auto where = path.string();
+  if (!dict.contains(kMetaKey))
+    FASTER_THROW(where, " is not a faster training checkpoint (a state_dict? faster eval "
+                        "--weights reads those)");
+  const auto text = dict.at(kMetaKey).contiguous();
+  nlohmann::json meta = nlohmann::json::parse(
+      std::string(reinterpret_cast<const char*>(text.data_ptr<uint8_t>()), text.numel()),
+      nullptr, /*allow_exceptions=*/false);
+  if (!meta.is_object() || meta.value("format", "") != kFormat)
+    FASTER_THROW(where, ": its meta.json is not a faster checkpoint's");
+  // The model first: "written for resnet18" says more than the class count that follows from it.
+  std::vector<std::string> keys;
+  if (expect.contains("model")) keys.push_back("model");
+  for (const auto& [key, value] : expect.items())
+    if (key != "model") keys.push_back(key);
+  for (const auto& key : keys)
+    if (!meta.contains(key) || meta[key] != expect[key])
+      FASTER_THROW(where, " was written with ", key, " ",
+                   meta.contains(key) ? meta[key].dump() : std::string("(none)"),
+                   ", this run has ", expect[key].dump());
+  copy_state_dict(dict, "model.", model, path);
+  torch::NoGradGuard no_grad;
+  for (const auto& part : parts)
+    for (size_t i = 0; i < part.tensors.size(); ++i) {
+      const auto key = part.prefix + std::to_string(i);
+      if (!dict.contains(key)) FASTER_THROW(where, ": missing '", key, "' (saved with other options?)");
+      const auto src = dict.at(key);
+      auto dst = part.tensors[i];
+      if (src.sizes() != dst.sizes())
+        FASTER_THROW(where, ": '", key, "' has shape ", src.sizes(), ", expected ", dst.sizes());
+      dst.copy_(src);
+    }
+  return meta;
 }
 
 }  // namespace faster::train

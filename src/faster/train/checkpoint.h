@@ -4,10 +4,12 @@
 #pragma once
 
 #include <ATen/core/Dict.h>
+#include <nlohmann/json.hpp>
 #include <torch/nn/module.h>
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace faster::train {
 
@@ -17,5 +19,27 @@ void save_state_dict(const torch::nn::Module& module, const std::filesystem::pat
 void load_state_dict(torch::nn::Module& module, const std::filesystem::path& path);
 // The tensors of a saved state_dict (either writer's), on the CPU, by name in the file's order.
 c10::Dict<std::string, torch::Tensor> read_state_dict(const std::filesystem::path& path);
+// Copies dict[prefix + name] into each parameter and buffer of `module`: every one must be there
+// with its shape, and nothing else under the prefix.  Errors name `path`.
+void copy_state_dict(const c10::Dict<std::string, torch::Tensor>& dict, const std::string& prefix,
+                     torch::nn::Module& module, const std::filesystem::path& path);
+// Whether a dict read by read_state_dict is a training checkpoint (its model is under "model.").
+bool is_checkpoint(const c10::Dict<std::string, torch::Tensor>& dict);
+
+// A training checkpoint: the model's state_dict under "model.", named training-state tensors
+// (momentum, EMA, grad scaler) and a JSON record "meta.json" (model, classes, epochs done, step),
+// in the same archive format, written atomically.
+struct CheckpointPart {
+  std::string prefix;                 // "sgd.", "ema.", "scaler."
+  std::vector<torch::Tensor> tensors;  // saved as prefix + index; loading copies into them
+};
+void save_checkpoint(const std::filesystem::path& path, const torch::nn::Module& model,
+                     const std::vector<CheckpointPart>& parts, const nlohmann::json& meta);
+// Reads a checkpoint: checks it is one (and that `expect`'s keys, such as model and classes, have
+// the same values), copies the model state and the parts into the given tensors, returns its meta.
+// Throws faster::Error naming the file and what differs.
+nlohmann::json load_checkpoint(const std::filesystem::path& path, torch::nn::Module& model,
+                               const std::vector<CheckpointPart>& parts,
+                               const nlohmann::json& expect);
 
 }  // namespace faster::train

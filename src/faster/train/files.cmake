@@ -2,11 +2,15 @@
 list(APPEND FASTER_BASE_SOURCES
   src/faster/train/parallel/world.cpp
   src/faster/train/parallel/launch.cpp
+  src/faster/train/schedule.cpp
+  src/faster/train/training_data.cpp
 )
 list(APPEND FASTER_TORCH_SOURCES
   src/faster/train/amp.cpp
   src/faster/train/sgd.cpp
   src/faster/train/options.cpp
+  src/faster/train/stepper.cpp
+  src/faster/train/ema.cpp
   src/faster/train/trainer.cpp
   src/faster/train/checkpoint.cpp
   src/faster/train/state_dict_pickle.cpp

@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
 #include <optional>
 
 #include "faster/core/error.h"
@@ -13,11 +14,40 @@
 
 namespace faster::train {
 
+Recipe default_recipe(const std::string& model) {
+  return model == "thinnet" ? Recipe::kSeed : Recipe::kImagenet;
+}
+
+TrainOptions recipe_options(Recipe recipe) {
+  TrainOptions o;  // the seed's ThinNet benchmark: the defaults in options.h
+  if (recipe == Recipe::kSeed) return o;
+  // ImageNet-style (torchvision's reference and FFCV's ResNet recipes): SGD with Nesterov momentum,
+  // 0.1 per 256 images, no weight decay on BatchNorm and biases, label smoothing 0.1, a short
+  // linear warm-up then cosine to zero, random-resized-crop 224 + flip, val 256 -> 224.
+  o.epochs = 16;
+  o.batch = 256;
+  o.lr_per_256 = 0.1;
+  o.sgd.momentum = 0.9;
+  o.sgd.nesterov = true;
+  o.sgd.weight_decay = 5e-5;
+  o.sgd.decay_1d = false;
+  o.label_smoothing = 0.1;
+  o.schedule.warmup_epochs = 2;
+  o.schedule.warmup_start = 0.1;
+  o.schedule.decay = LrDecay::kCosine;
+  o.res.res = 224;
+  return o;
+}
+
 void apply_fast_mode(TrainOptions& o) {
   o.loader = LoaderKind::kDevice;
-  // bf16: with the fused ReLU + BatchNorm kernels its epochs are as fast as fp16's (0.27 vs
-  // 0.28 s) and its first epoch, with cuDNN's plan set-up, is shorter (BENCHMARKS.md).
-  o.precision = Precision::kBFloat16;
+  // ThinNet, bf16: with the fused ReLU + BatchNorm kernels its epochs are as fast as fp16's (0.27
+  // vs 0.28 s) and its first epoch, with cuDNN's plan set-up, is shorter (BENCHMARKS.md).  ResNets,
+  // fp16: cuDNN's channels-last BatchNorm kernels take fp16, not bf16, and the shapes stay static
+  // for the whole run, so tuning them once (cuDNN benchmark, full batch only) pays.
+  const bool thinnet = o.model == "thinnet";
+  o.precision = thinnet ? Precision::kBFloat16 : Precision::kFloat16;
+  o.cudnn_benchmark = o.cudnn_benchmark || !thinnet;
   o.channels_last = true;
   o.cuda_graph =
       o.parallel == Parallel::kNone;  // graphs cannot hold DataParallel's threads or DDP's hooks
@@ -55,10 +85,27 @@ void validate(const TrainOptions& o) {
   if (o.epochs < 1) FASTER_THROW("--epochs must be at least 1 (got ", o.epochs, ")");
   if (o.batch < 1) FASTER_THROW("--batch must be at least 1 (got ", o.batch, ")");
   if (o.workers < 1) FASTER_THROW("--workers must be at least 1 (got ", o.workers, ")");
-  if (!(o.sgd.lr > 0)) FASTER_THROW("--lr must be positive (got ", o.sgd.lr, ")");
-  if (o.sgd.momentum < 0 || o.sgd.momentum >= 1)
+  if (!(o.sgd.lr > 0) || !std::isfinite(o.sgd.lr))
+    FASTER_THROW("--lr must be a positive number (got ", o.sgd.lr, ")");
+  if (!(o.sgd.momentum >= 0 && o.sgd.momentum < 1))
     FASTER_THROW("--momentum must be in [0, 1) (got ", o.sgd.momentum, ")");
-  if (o.sgd.weight_decay < 0) FASTER_THROW("--weight-decay must be >= 0");
+  if (!(o.sgd.weight_decay >= 0) || !std::isfinite(o.sgd.weight_decay))
+    FASTER_THROW("--weight-decay must be >= 0 (got ", o.sgd.weight_decay, ")");
+  if (o.train_limit < 0 || o.test_limit < 0)
+    FASTER_THROW("--train-limit and --test-limit must be 0 (all) or more");
+  if (!(o.label_smoothing >= 0 && o.label_smoothing < 1))
+    FASTER_THROW("--label-smoothing must be in [0, 1) (got ", o.label_smoothing, ")");
+  if (!(o.ema_decay == 0 || (o.ema_decay > 0 && o.ema_decay < 1)))
+    FASTER_THROW("--ema must be in (0, 1) (got ", o.ema_decay, ")");
+  if (o.eval_every < 1) FASTER_THROW("--eval-every must be at least 1 (got ", o.eval_every, ")");
+  if (!(o.crop_scale_min > 0 && o.crop_scale_min <= 1))
+    FASTER_THROW("--crop-scale must be in (0, 1] (got ", o.crop_scale_min, ")");
+  if (o.val_res != 0 && (o.val_res < 8 || o.val_res > 4096))
+    FASTER_THROW("--val-res must be between 8 and 4096 (got ", o.val_res, ")");
+  if (o.val_resize != 0 && o.val_resize < std::max(o.val_res, 8))
+    FASTER_THROW("--val-resize ", o.val_resize, " is smaller than the crop --val-res");
+  validate(o.schedule, o.epochs);
+  validate(o.res, o.epochs);
   if (o.sgd.nesterov && o.sgd.momentum == 0) FASTER_THROW("--nesterov needs a non-zero --momentum");
   if (o.cudnn_benchmark_all_shapes && !o.cudnn_benchmark)
     FASTER_THROW("--cudnn-benchmark-all-shapes needs --cudnn-benchmark");
@@ -95,13 +142,27 @@ void validate(const TrainOptions& o) {
 nlohmann::json options_json(const TrainOptions& o) {
   return {{"mode", o.mode_name},
           {"data", o.data},
+          {"val_data", o.val_data},
+          {"model", o.model},
           {"device", o.device},
           {"epochs", o.epochs},
           {"batch", o.batch},
           {"lr", o.sgd.lr},
+          {"lr_per_256", o.lr_per_256},
           {"momentum", o.sgd.momentum},
           {"weight_decay", o.sgd.weight_decay},
+          {"weight_decay_1d", o.sgd.decay_1d},
           {"nesterov", o.sgd.nesterov},
+          {"warmup_epochs", o.schedule.warmup_epochs},
+          {"lr_decay", enum_name(kLrDecayNames, o.schedule.decay)},
+          {"label_smoothing", o.label_smoothing},
+          {"ema", o.ema_decay},
+          {"res", o.res.res},
+          {"res_end", o.res.end_res},
+          {"val_res", o.val_res},
+          {"val_resize", o.val_resize},
+          {"crop_scale_min", o.crop_scale_min},
+          {"decode", enum_name(kDecodeChoices, o.decode)},
           {"blocks", o.blocks},
           {"filters", o.filters},
           {"seed", o.seed},

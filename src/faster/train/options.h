@@ -1,5 +1,6 @@
 // What a training run is asked to do, as parsed from the command line (cli/cmd_train.cpp) or set by
-// tests and the bench: every choice is an enum, parsed once where it enters.
+// tests and the bench: every choice is an enum, parsed once where it enters.  A recipe (the seed's
+// ThinNet benchmark, or an ImageNet-style ResNet recipe) supplies what the user did not say.
 #pragma once
 
 #include <torch/types.h>
@@ -9,10 +10,11 @@
 #include <vector>
 
 #include "faster/core/enum_names.h"
-#include "faster/data/loader/sampler.h"
+#include "faster/data/loader/loader.h"
 #include "faster/data/sources/array_dataset.h"
 #include "faster/models/model.h"
 #include "faster/train/amp.h"
+#include "faster/train/schedule.h"
 #include "faster/train/sgd.h"
 
 namespace faster::train {
@@ -28,15 +30,47 @@ enum class Parallel { kNone, kDp, kDdp };
 inline constexpr EnumName<Parallel> kParallelNames[] = {
     {"none", Parallel::kNone}, {"dp", Parallel::kDp}, {"ddp", Parallel::kDdp}};
 
+// JPEG decoding for image datasets: auto = nvJPEG on a CUDA device, the CPU otherwise.
+enum class Decode { kAuto, kCpu, kNvjpeg };
+inline constexpr EnumName<Decode> kDecodeChoices[] = {
+    {"auto", Decode::kAuto}, {"cpu", Decode::kCpu}, {"nvjpeg", Decode::kNvjpeg}};
+
+// Named sets of defaults (what a flag the user did not give becomes).
+enum class Recipe { kSeed, kImagenet };
+inline constexpr EnumName<Recipe> kRecipeNames[] = {{"seed", Recipe::kSeed},
+                                                    {"imagenet", Recipe::kImagenet}};
+
 struct TrainOptions {
+  // Data: a small array dataset (idx / CIFAR-10 files), or a root holding train/ and val/ (each an
+  // ImageFolder tree or an LMDB written by `faster pack`); val_data names the validation split
+  // elsewhere.
   std::string data = data::kDefaultSmallDataset;
+  std::string val_data;
+  std::string model = "thinnet";
   std::string device = "auto";  // auto | cpu | cuda | cuda:N
   int epochs = 5;
   int64_t batch = 512;  // per process
   SgdOptions sgd;
+  // > 0: the peak learning rate is lr_per_256 * global batch / 256 (a recipe's rate when --lr is
+  // not given), replacing sgd.lr.
+  double lr_per_256 = 0;
+  LrSchedule schedule;
+  double label_smoothing = 0;
+  double ema_decay = 0;  // > 0: evaluate (and save) an exponential moving average of the weights
   std::vector<int> blocks{3, 3, 2};
   std::vector<int> filters{32, 64, 128};
   uint64_t seed = 0;
+
+  // Image datasets (and arrays with a resolution): random-resized-crop side per epoch; 0 keeps
+  // arrays as stored.  Validation: shorter side to val_resize (0: val_res * 256 / 224), center
+  // crop val_res (0: the training resolution).
+  ResSchedule res{0};
+  int val_res = 0, val_resize = 0;
+  double crop_scale_min = 0.08;  // RandomResizedCrop scale=(crop_scale_min, 1)
+  Decode decode = Decode::kAuto;
+  data::BadImagePolicy on_bad_image = data::BadImagePolicy::kSkip;
+  int eval_every = 1;  // evaluate every N epochs (and after the last)
+
   bool cudnn_benchmark = false;
   // Algorithms cuDNN times per new shape under cudnn_benchmark (torch.backends.cudnn
   // .benchmark_limit; 10 is PyTorch's default, 0 tries them all).
@@ -53,8 +87,11 @@ struct TrainOptions {
   data::LastBatch last_batch = data::LastBatch::kKeep;  // training batches: keep or drop
   bool cuda_graph = false;
   int64_t train_limit = 0, test_limit = 0;   // 0 = whole split
-  std::string log_dir;                       // metrics.jsonl
-  std::string save;                          // state_dict path
+  std::string log_dir;                       // metrics.jsonl and metrics.svg
+  std::string save;                          // state_dict path (torchvision's names for ResNets)
+  std::string checkpoint;                    // written atomically after every epoch
+  bool keep_checkpoints = false;             // also keep each epoch's as CHECKPOINT.epochN
+  std::string resume;                        // a checkpoint to continue from
   std::string mode_name = "custom";          // label for reports ("baseline", "fast", ...)
   models::Norm norm = models::Norm::kBatch;  // ThinNet's normalization: batch or none
   bool fused = true;  // ReLU + BatchNorm as faster's fused CUDA kernels (models/relu_batchnorm.h)
@@ -67,6 +104,11 @@ struct TrainOptions {
   int dist_timeout_s = 120;  // ddp: rendezvous and collective timeout
 };
 
+// The recipe a model trains with when none is named: seed for ThinNet, imagenet for ResNets.
+Recipe default_recipe(const std::string& model);
+// A recipe's values of the options it sets; the CLI copies those the user did not give.
+TrainOptions recipe_options(Recipe recipe);
+
 // The fastest configuration for this workload on a GPU: device-resident data, bf16 autocast,
 // channels_last, CUDA-graph steps (single-device runs: o.parallel is read), the short last
 // training batch dropped and eval batches padded, so every step has one static shape.
@@ -76,7 +118,7 @@ void apply_fast_mode(TrainOptions& o);
 // against the visible GPUs; throws faster::Error naming the flag value.
 torch::Device resolve_device(const std::string& text);
 
-// Checks flag combinations and the device; throws faster::Error naming the problem.
+// Checks ranges and flag combinations and the device; throws faster::Error naming the problem.
 void validate(const TrainOptions& o);
 
 nlohmann::json options_json(const TrainOptions& o);

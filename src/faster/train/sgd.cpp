@@ -53,6 +53,16 @@ FlatSgd::FlatSgd(std::vector<torch::Tensor> params, SgdOptions options)
     p.set_data(view);
   }
   momentum_ = torch::zeros_like(flat_);
+  lr_ = torch::full({}, options_.lr, flat_.options());
+  if (options_.weight_decay != 0 && !options_.decay_1d) {
+    decay_ = torch::full_like(flat_, options_.weight_decay);
+    for (size_t i = 0; i < params_.size(); ++i)
+      if (params_[i].dim() <= 1) decay_.narrow(0, offsets_[i], params_[i].numel()).zero_();
+  }
+}
+
+void FlatSgd::set_lr(double lr) {
+  lr_.fill_(lr);
 }
 
 void FlatSgd::zero_grad() {
@@ -72,15 +82,17 @@ torch::Tensor FlatSgd::flat_grad() const {
 void FlatSgd::step(const torch::Tensor& grad, const torch::Tensor& found_inf) {
   torch::NoGradGuard no_grad;
   const auto& o = options_;
-  auto g = o.weight_decay != 0 ? grad + o.weight_decay * flat_ : grad;
+  auto g = decay_.defined()         ? torch::addcmul(grad, decay_, flat_)
+           : o.weight_decay != 0 ? grad + o.weight_decay * flat_
+                                 : grad;
   if (!found_inf.defined()) {
     momentum_.mul_(o.momentum).add_(g);
-    flat_.add_(o.nesterov ? g + o.momentum * momentum_ : momentum_, -o.lr);
+    flat_.addcmul_(o.nesterov ? g + o.momentum * momentum_ : momentum_, lr_, -1);
     return;
   }
   const auto skip = found_inf.to(torch::kBool);
   auto buf = momentum_ * o.momentum + g;
-  auto next = flat_ - o.lr * (o.nesterov ? g + o.momentum * buf : buf);
+  auto next = flat_ - lr_ * (o.nesterov ? g + o.momentum * buf : buf);
   momentum_.copy_(torch::where(skip, momentum_, buf));
   flat_.copy_(torch::where(skip, flat_, next));
 }

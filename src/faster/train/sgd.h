@@ -1,6 +1,8 @@
 // SGD with momentum, weight decay and Nesterov (torch.optim.SGD semantics, dampening 0), over all
 // parameters at once: the parameters are re-pointed into one flat buffer so that a step is a handful
 // of kernels, whatever the layer count, and a skipped (non-finite) step is decided on the device.
+// The learning rate lives on the device too, so a schedule changes it between the replays of a
+// captured CUDA graph.
 #pragma once
 
 #include <torch/types.h>
@@ -14,6 +16,9 @@ struct SgdOptions {
   double momentum = 0.9;
   double weight_decay = 0.0;
   bool nesterov = false;
+  // Weight decay on 1-d parameters too (BatchNorm weights and biases, every bias); false leaves
+  // them undecayed (torchvision's --norm-weight-decay 0 --bias-weight-decay 0).
+  bool decay_1d = true;
 };
 
 class FlatSgd {
@@ -28,8 +33,12 @@ class FlatSgd {
   // One step from `grad` (flat).  With found_inf (0-dim float, 1 = skip), parameters and momentum
   // are left unchanged when it is set, without the host reading it.
   void step(const torch::Tensor& grad, const torch::Tensor& found_inf = {});
+  // The rate the next steps use (written on the device, no host sync).
+  void set_lr(double lr);
 
   const torch::Tensor& flat_params() const { return flat_; }
+  // The momentum buffer (flat), for checkpoints.
+  const torch::Tensor& momentum() const { return momentum_; }
   const std::vector<torch::Tensor>& params() const { return params_; }
   // Offsets (in elements) of each parameter in the flat buffer.
   const std::vector<int64_t>& offsets() const { return offsets_; }
@@ -38,6 +47,8 @@ class FlatSgd {
   std::vector<torch::Tensor> params_;
   std::vector<int64_t> offsets_;
   torch::Tensor flat_, momentum_;
+  torch::Tensor lr_;     // 0-dim float on the parameters' device
+  torch::Tensor decay_;  // per element: weight_decay, or 0 where a 1-d parameter is not decayed
   SgdOptions options_;
 };
 

@@ -1,255 +1,85 @@
-// The trainer.  The step never reads a device value on the host: losses and correct counts are
-// accumulated in device tensors and read once per epoch, so the GPU is never left waiting.
+// The trainer: data, model, loaders and the epoch loop.  The step itself (train/stepper) never
+// makes the host wait; the loop reads the device once per epoch (and about once a second for the
+// progress line's loss).
 #include "faster/train/trainer.h"
 
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <thread>
 
 #include "faster/core/error.h"
 #include "faster/core/gpu_info.h"
+#include "faster/core/line_chart.h"
 #include "faster/core/log.h"
 #include "faster/core/progress.h"
 #include "faster/core/timer.h"
 #include "faster/data/loader/image_loader.h"
-#include "faster/data/sources/array_source.h"
+#include "faster/data/sources/open_source.h"
 #include "faster/models/registry.h"
+#include "faster/tools/file_io.h"
 #include "faster/train/checkpoint.h"
 #include "faster/train/parallel/data_parallel.h"
 #include "faster/train/parallel/dist.h"
-#include "faster/train/parallel/grad_reducer.h"
-#include "faster/train/step_graph.h"
+#include "faster/train/stepper.h"
+#include "faster/train/training_data.h"
 
 namespace faster::train {
 namespace fs = std::filesystem;
 
-namespace {
-// An epoch's metrics, as the report and the metrics log write them.
-nlohmann::json epoch_json(const EpochStats& e) {
-  return {{"epoch", e.epoch},
-          {"train_loss", e.train_loss},
-          {"test_loss", e.test_loss},
-          {"test_accuracy", e.test_accuracy},
-          {"seconds", e.seconds}};
+nlohmann::json EpochStats::to_json() const {
+  nlohmann::json j = {{"epoch", epoch},
+                      {"train_loss", train_loss},
+                      {"seconds", seconds},
+                      {"train_seconds", train_seconds},
+                      {"train_images", train_images},
+                      {"lr", lr},
+                      {"res", res}};
+  if (evaluated) {
+    j["test_loss"] = test_loss;
+    j["test_accuracy"] = test_accuracy;
+    j["test_top5"] = test_top5;
+  }
+  return j;
 }
-}  // namespace
 
 nlohmann::json TrainReport::to_json() const {
   nlohmann::json j;
   j["options"] = options;
   j["device"] = device;
+  j["model"] = model;
+  j["data"] = data;
+  j["classes"] = classes;
+  j["start_epoch"] = start_epoch;
   j["total_seconds"] = total_seconds;
   j["train_images_per_second"] = train_images_per_second;
   j["epochs"] = nlohmann::json::array();
+  double last = 0;
   for (const auto& e : epochs) {
-    auto je = epoch_json(e);
-    je["train_images"] = e.train_images;
-    j["epochs"].push_back(je);
+    j["epochs"].push_back(e.to_json());
+    if (e.evaluated) last = e.test_accuracy;
   }
-  j["final_test_accuracy"] = epochs.empty() ? 0.0 : epochs.back().test_accuracy;
+  j["final_test_accuracy"] = last;
   return j;
 }
 
+nlohmann::json EvalReport::to_json() const {
+  return {{"model", model}, {"data", data},      {"device", device}, {"classes", classes},
+          {"res", res},     {"images", images},  {"loss", loss},     {"top1", top1},
+          {"top5", top5},   {"seconds", seconds}};
+}
+
 namespace {
-
-// Turns cuDNN benchmarking off for a scope (a short batch, whose shape is not worth tuning).
-class CudnnBenchmarkOff {
- public:
-  explicit CudnnBenchmarkOff(bool active)
-      : active_(active && at::globalContext().benchmarkCuDNN()) {
-    if (active_) at::globalContext().setBenchmarkCuDNN(false);
-  }
-  ~CudnnBenchmarkOff() {
-    if (active_) at::globalContext().setBenchmarkCuDNN(true);
-  }
-  CudnnBenchmarkOff(const CudnnBenchmarkOff&) = delete;
-  CudnnBenchmarkOff& operator=(const CudnnBenchmarkOff&) = delete;
-
- private:
-  bool active_;
-};
-
-// One training run's state: the model, optimizer, scaler, device-side accumulators and graphs.
-class Stepper {
- public:
-  Stepper(models::Model model, const TrainOptions& o, torch::Device device, Dist* dist,
-          std::vector<torch::Device> dp_devices)
-      : o_(o), device_(device), model_(std::move(model)),
-        sgd_(model_->parameters(), o.sgd),
-        dp_devices_(std::move(dp_devices)) {
-    if (dist) {
-      // Every rank starts from rank 0's weights, as DDP's constructor does.
-      dist->broadcast_from_rank0(sgd_.flat_params());
-      reducer_ = std::make_unique<GradReducer>(*dist, sgd_.params(), sgd_.offsets(),
-                                               static_cast<int64_t>(o.bucket_mb * (1 << 20)));
-    }
-    auto f = torch::TensorOptions().dtype(torch::kFloat).device(device);
-    loss_sum_ = torch::zeros({}, f);
-    test_loss_sum_ = torch::zeros({}, f);
-    correct_ = torch::zeros({}, f.dtype(torch::kLong));
-    if (o.precision == Precision::kFloat16) scaler_.emplace(device);
-  }
-
-  models::Model& model() { return model_; }
-
-  void start_epoch() {
-    loss_sum_.zero_();
-    test_loss_sum_.zero_();
-    correct_.zero_();
-  }
-
-  void train_batch(const data::Batch& b) {
-    run(b, train_graph_, train_x_, train_y_, eager_train_steps_,
-        [this](const torch::Tensor& x, const torch::Tensor& y, int64_t n) { train_step(x, y, n); });
-  }
-
-  void eval_batch(const data::Batch& b) {
-    run(b, eval_graph_, eval_x_, eval_y_, eager_eval_steps_,
-        [this](const torch::Tensor& x, const torch::Tensor& y, int64_t) { eval_step(x, y); });
-  }
-
-  // The epoch's accumulators [train loss sum, test loss sum, correct] as one device tensor.
-  torch::Tensor totals() const {
-    return torch::stack({loss_sum_.to(torch::kDouble), test_loss_sum_.to(torch::kDouble),
-                         correct_.to(torch::kDouble)});
-  }
-
- private:
-  using StepFn = std::function<void(const torch::Tensor&, const torch::Tensor&, int64_t)>;
-  static constexpr int kEagerStepsBeforeCapture = 3;
-
-  // Full-size batches go through the graph once it is captured; warm-up and short batches run eagerly.
-  void run(const data::Batch& b, StepGraph& graph, torch::Tensor& sx, torch::Tensor& sy,
-           int& eager_steps, const StepFn& step) {
-    const bool static_shape = o_.cuda_graph && b.images.size(0) == o_.batch;
-    if (static_shape && (graph.captured() || eager_steps >= kEagerStepsBeforeCapture)) {
-      if (!graph.captured()) {
-        sx = b.images.clone();
-        sy = b.labels.clone();
-        graph.capture([&] { step(sx, sy, o_.batch); });
-      } else {
-        sx.copy_(b.images, /*non_blocking=*/true);
-        sy.copy_(b.labels, /*non_blocking=*/true);
-      }
-      graph.replay();
-      return;
-    }
-    CudnnBenchmarkOff heuristics_only(o_.benchmarks_full_batch_only() &&
-                                      b.images.size(0) != o_.batch);
-    step(b.images, b.labels, b.size);
-    ++eager_steps;
-  }
-
-  torch::Tensor prepare(const torch::Tensor& x) const {
-    auto f = x.scalar_type() == torch::kByte ? x.to(torch::kFloat).div_(255) : x;
-    return o_.channels_last ? f.contiguous(torch::MemoryFormat::ChannelsLast) : f;
-  }
-
-  torch::Tensor forward(const torch::Tensor& x) {
-    if (dp_devices_.size() > 1) return data_parallel_forward(model_, x, dp_devices_, o_.precision);
-    return model_.forward(x);
-  }
-
-  void train_step(const torch::Tensor& x, const torch::Tensor& y, int64_t n) {
-    sgd_.zero_grad();
-    torch::Tensor loss;
-    {
-      AutocastScope autocast(device_.type(), o_.precision, /*cache=*/!o_.cuda_graph);
-      loss = torch::nn::functional::cross_entropy(forward(prepare(x)), y);
-    }
-    if (reducer_) reducer_->begin();
-    (scaler_ ? scaler_->scale(loss) : loss).backward();
-    // With DDP the gradient comes back averaged over the ranks (all-reduced during backward).
-    auto grad = reducer_ ? reducer_->finish() : sgd_.flat_grad();
-    if (scaler_) {
-      auto found_inf = scaler_->unscale_(grad);
-      sgd_.step(grad, found_inf);
-      scaler_->update(found_inf);
-    } else {
-      sgd_.step(grad);
-    }
-    loss_sum_.add_(loss.detach().to(torch::kFloat) * n);
-  }
-
-  void eval_step(const torch::Tensor& x, const torch::Tensor& y) {
-    torch::NoGradGuard no_grad;
-    torch::Tensor out;
-    {
-      AutocastScope autocast(device_.type(), o_.precision, /*cache=*/!o_.cuda_graph);
-      out = forward(prepare(x));
-    }
-    correct_.add_(out.argmax(1).eq(y).sum());
-    namespace F = torch::nn::functional;
-    test_loss_sum_.add_(F::cross_entropy(out.to(torch::kFloat), y,
-                                         F::CrossEntropyFuncOptions().reduction(torch::kSum)));
-  }
-
-  const TrainOptions& o_;
-  torch::Device device_;
-  models::Model model_;
-  FlatSgd sgd_;
-  std::optional<GradScaler> scaler_;
-  StepGraph train_graph_, eval_graph_;
-  torch::Tensor train_x_, train_y_, eval_x_, eval_y_;
-  int eager_train_steps_ = 0, eager_eval_steps_ = 0;
-  torch::Tensor loss_sum_, test_loss_sum_, correct_;
-  std::vector<torch::Device> dp_devices_;
-  std::unique_ptr<GradReducer> reducer_;
-};
 
 void to_channels_last(torch::nn::Module& m) {
   torch::NoGradGuard no_grad;
   for (auto& p : m.parameters())
     if (p.dim() == 4) p.set_data(p.data().contiguous(torch::MemoryFormat::ChannelsLast));
 }
-
-// Small datasets: the device-resident loader, or the image loader over the arrays (worker threads,
-// pinned ring, side-stream copy), both handing out uint8 images that the step normalizes.
-std::unique_ptr<data::Loader> make_loader(const TrainOptions& o,
-                                          const std::shared_ptr<const data::ArrayDataset>& d,
-                                          torch::Device device, const WorldInfo& w, bool train) {
-  data::LoaderOptions lo;
-  lo.batch = static_cast<int>(o.batch);
-  lo.sampler.seed = o.seed;
-  lo.sampler.shuffle = train;
-  lo.sampler.rank = w.rank;
-  lo.sampler.world = w.world;
-  lo.sampler.even = train;  // test shards need not be equal, and must not repeat samples
-  // Static eval shapes for graphs and for a cuDNN benchmark of the full batch only; padding rows
-  // are ignored.
-  const bool pad = o.cuda_graph || o.benchmarks_full_batch_only();
-  lo.last_batch = train ? o.last_batch : pad ? data::LastBatch::kPad : data::LastBatch::kKeep;
-  lo.workers = o.workers;
-  lo.device = device;
-  lo.transform = data::Transform::kNone;
-  lo.output = data::OutputType::kUint8;
-  lo.normalize_on_device = false;
-  if (o.loader == LoaderKind::kDevice) return data::make_device_loader(*d, lo);
-  return std::make_unique<data::ImageLoader>(std::make_shared<data::ArraySource>(d), lo);
-}
-
-class MetricsLog {
- public:
-  explicit MetricsLog(const std::string& dir) {
-    if (dir.empty()) return;
-    fs::create_directories(dir);
-    out_.open(fs::path(dir) / "metrics.jsonl", std::ios::app);
-    if (!out_) FASTER_THROW("--log-dir ", dir, ": cannot write metrics.jsonl");
-  }
-  void write(const nlohmann::json& j) {
-    if (out_.is_open()) out_ << j.dump() << std::endl;
-  }
-
- private:
-  std::ofstream out_;
-};
-
-}  // namespace
-
-namespace {
 
 // The process's place in a DDP job and its device (cuda:LOCAL_RANK); a world of one otherwise.
 std::unique_ptr<Dist> join_job(const TrainOptions& o, WorldInfo& world, torch::Device& device) {
@@ -277,31 +107,145 @@ std::vector<torch::Device> dp_devices(const TrainOptions& o) {
   return devices;
 }
 
+// Validation crop and resize: val_res (default: the training resolution, 224 for JPEG data) and
+// val_resize (default val_res * 256 / 224, torchvision's ratio).
+int val_res_of(const TrainOptions& o, const TrainingData& d) {
+  if (o.val_res > 0) return o.val_res;
+  if (o.res.res > 0) return o.res.res;
+  return d.arrays() ? 0 : 224;
+}
+int val_resize_of(const TrainOptions& o, int val_res) {
+  return o.val_resize > 0 ? o.val_resize : val_res * 256 / 224;
+}
+
+// What the loaders are asked for, one place for the training and validation loaders.
+struct LoaderPlan {
+  data::Layout layout = data::Layout::kNCHW;
+  int channels = 0;  // 0: the data's
+  data::DecodeOn decode = data::DecodeOn::kCpu;
+  int val_res = 0, val_resize = 0;
+};
+
+std::unique_ptr<data::Loader> make_loader(const TrainOptions& o, const TrainingData& d,
+                                          const LoaderPlan& plan, torch::Device device,
+                                          const WorldInfo& w, bool train) {
+  data::LoaderOptions lo;
+  lo.batch = static_cast<int>(o.batch);
+  lo.sampler.seed = o.seed;
+  lo.sampler.shuffle = train;
+  lo.sampler.rank = w.rank;
+  lo.sampler.world = w.world;
+  lo.sampler.even = train;  // test shards need not be equal, and must not repeat samples
+  // Static eval shapes for graphs and for a cuDNN benchmark of the full batch only; padding rows
+  // are ignored.
+  const bool pad = o.cuda_graph || o.benchmarks_full_batch_only();
+  lo.last_batch = train ? o.last_batch : pad ? data::LastBatch::kPad : data::LastBatch::kKeep;
+  lo.workers = o.workers;
+  lo.device = device;
+  lo.channels = plan.channels;
+  lo.layout = plan.layout;
+  lo.output = data::OutputType::kUint8;
+  lo.normalize_on_device = false;  // the step normalizes (inside its CUDA graph)
+  lo.on_bad_image = o.on_bad_image;
+  lo.rrc.scale_min = o.crop_scale_min;
+  const bool as_stored = d.arrays() && (train ? o.res.res == 0 : plan.val_res == 0);
+  lo.transform = as_stored ? data::Transform::kNone
+                 : train   ? data::Transform::kTrain
+                           : data::Transform::kVal;
+  lo.size = res_at(o.res, 0);
+  lo.max_size = max_res(o.res);
+  lo.val_size = plan.val_res;
+  lo.val_resize = plan.val_resize;
+  lo.decode = d.arrays() ? data::DecodeOn::kCpu : plan.decode;
+  if (train && as_stored && o.loader == LoaderKind::kDevice && plan.channels == 0)
+    return data::make_device_loader(*d.train_arrays, lo);
+  if (!train && as_stored && o.loader == LoaderKind::kDevice && plan.channels == 0)
+    return data::make_device_loader(*d.val_arrays, lo);
+  return std::make_unique<data::ImageLoader>(train ? d.train : d.val, lo);
+}
+
+// metrics.jsonl (appended) and metrics.svg (rewritten after every epoch) in --log-dir.
+class MetricsLog {
+ public:
+  explicit MetricsLog(const std::string& dir) : dir_(dir) {
+    if (dir.empty()) return;
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    out_.open(fs::path(dir) / "metrics.jsonl", std::ios::app);
+    if (!out_) FASTER_THROW("--log-dir ", dir, ": cannot write metrics.jsonl");
+  }
+  void write(const nlohmann::json& j) {
+    if (out_.is_open()) out_ << j.dump() << std::endl;
+  }
+  void chart(const std::string& title, const std::vector<EpochStats>& epochs) {
+    if (dir_.empty()) return;
+    ChartSeries train_loss{"train loss", {}}, val_loss{"val loss", {}}, top1{"val top-1 %", {}},
+        top5{"val top-5 %", {}};
+    for (const auto& e : epochs) {
+      train_loss.points.emplace_back(e.epoch, e.train_loss);
+      if (!e.evaluated) continue;
+      val_loss.points.emplace_back(e.epoch, e.test_loss);
+      top1.points.emplace_back(e.epoch, e.test_accuracy);
+      top5.points.emplace_back(e.epoch, e.test_top5);
+    }
+    const auto svg = line_chart_svg(
+        title, "epoch", {{"loss", {train_loss, val_loss}}, {"accuracy %", {top1, top5}}});
+    tools::write_file_atomic(fs::path(dir_) / "metrics.svg", svg);
+  }
+
+ private:
+  std::string dir_;
+  std::ofstream out_;
+};
+
 }  // namespace
 
-TrainReport train(const TrainOptions& o, const std::function<void(const EpochStats&)>& on_epoch) {
-  validate(o);
+TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) {
+  validate(options);
+  TrainOptions o = options;  // the run's own copy: derived values are filled in below
+  // Output paths are checked before anything trains: a run must not end by failing to write.
+  if (!o.save.empty()) tools::check_output_file(o.save, "--save");
+  if (!o.checkpoint.empty()) tools::check_output_file(o.checkpoint, "--checkpoint");
   auto device = resolve_device(o.device);
   WorldInfo world;
   auto dist = join_job(o, world, device);
   const bool is_main = world.is_main();
-  auto dataset = data::load_small_dataset(o.data);
-  dataset.train.truncate(o.train_limit);
-  dataset.test.truncate(o.test_limit);
-  const auto train_set = std::make_shared<const data::ArrayDataset>(std::move(dataset.train));
-  const auto test_set = std::make_shared<const data::ArrayDataset>(std::move(dataset.test));
+  const auto d = open_training_data(o.data, o.val_data, o.train_limit, o.test_limit);
+  if (!d.arrays() && o.res.res == 0) o.res.res = 224;  // JPEG images of any size need a crop size
+  if (o.loader == LoaderKind::kDevice && (!d.arrays() || o.res.res > 0))
+    FASTER_THROW("--loader device serves small datasets as stored; with ",
+                 d.arrays() ? "--res (crops)" : "JPEG data", " use --loader host");
+  if (o.lr_per_256 > 0) o.sgd.lr = o.lr_per_256 * static_cast<double>(o.batch * world.world) / 256;
 
+  const bool thinnet = o.model == "thinnet";
   models::ModelOptions mo;
-  mo.in_channels = train_set->channels;
+  mo.name = o.model;
+  mo.classes = static_cast<int>(d.classes.size());
+  // ResNets take RGB (a gray array is repeated into 3 channels, as a gray JPEG decodes).
+  mo.in_channels = thinnet ? d.channels() : 3;
   mo.blocks = o.blocks;
   mo.filters = o.filters;
   mo.norm = o.sync_bn ? models::Norm::kSync : o.norm;
   mo.fused = o.fused;
-  if (o.sync_bn) mo.sync_all_reduce = [d = dist.get()](torch::Tensor& t) { d->all_reduce_sum(t); };
+  if (o.sync_bn)
+    mo.sync_all_reduce = [dd = dist.get()](torch::Tensor& t) { dd->all_reduce_sum(t); };
+  LoaderPlan plan;
+  plan.channels = mo.in_channels != d.channels() ? mo.in_channels : 0;
+  plan.layout = o.channels_last && !d.arrays() ? data::Layout::kNHWC : data::Layout::kNCHW;
+  const bool nvjpeg =
+      o.decode == Decode::kNvjpeg || (o.decode == Decode::kAuto && device.is_cuda());
+  plan.decode = nvjpeg ? data::DecodeOn::kNvjpeg : data::DecodeOn::kCpu;
+  plan.val_res = val_res_of(o, d);
+  plan.val_resize = val_resize_of(o, plan.val_res);
   const int min_side = models::min_input_size(mo);
-  if (std::min(train_set->height, train_set->width) < min_side)
-    FASTER_THROW(mo.name, " needs images of at least ", min_side, "x", min_side, "; ",
-                 train_set->name, " has ", train_set->height, "x", train_set->width);
+  const int smallest_res =
+      d.arrays() && o.res.res == 0
+          ? std::min(d.train_arrays->height, d.train_arrays->width)
+          : std::min(o.res.end_res > 0 ? std::min(o.res.res, o.res.end_res) : o.res.res,
+                     plan.val_res > 0 ? plan.val_res : o.res.res);
+  if (smallest_res < min_side)
+    FASTER_THROW(mo.name, " needs images of at least ", min_side, "x", min_side, "; this run has ",
+                 smallest_res, "x", smallest_res);
   torch::manual_seed(o.seed);
   at::globalContext().setBenchmarkCuDNN(o.cudnn_benchmark);
   at::globalContext().setBenchmarkLimitCuDNN(o.cudnn_benchmark_limit);
@@ -313,64 +257,246 @@ TrainReport train(const TrainOptions& o, const std::function<void(const EpochSta
   TrainReport report;
   report.options = options_json(o);
   report.options["world_size"] = world.world;
+  report.model = o.model;
+  report.data = d.train->describe();
+  report.classes = mo.classes;
   report.device = device.str();
-  if (dist) report.device += " x" + std::to_string(world.world) + " ranks (" + dist->backend() + ")";
+  if (dist)
+    report.device += " x" + std::to_string(world.world) + " ranks (" + dist->backend() + ")";
   const auto dp = dp_devices(o);
-  if (o.parallel == Parallel::kDp) report.device += " x" + std::to_string(dp.size()) + " GPUs (DataParallel)";
-  log.write({{"event", "start"}, {"options", report.options}, {"device", report.device}});
+  if (o.parallel == Parallel::kDp)
+    report.device += " x" + std::to_string(dp.size()) + " GPUs (DataParallel)";
 
   SideStreamScope side_stream(o.cuda_graph ? device : torch::Device(torch::kCPU));
   // Model, optimizer and DDP set-up (its broadcast starts NCCL) stay outside the timed region, as
   // in the peer, whose clock starts once the model, optimizer and DDP wrapper exist.
-  Stepper stepper(model, o, device, dist.get(), dp);
+  Stepper stepper(model, o, device, dist.get(), dp, models::input_normalization(o.model),
+                  mo.in_channels, plan.layout == data::Layout::kNHWC);
+  std::vector<CheckpointPart> parts = {{"sgd.", {stepper.sgd().momentum()}}};
+  if (stepper.ema()) parts.push_back({"ema.", stepper.ema()->state()});
+  if (stepper.scaler()) parts.push_back({"scaler.", stepper.scaler()->state()});
+  const nlohmann::json identity = {
+      {"model", o.model}, {"classes", mo.classes}, {"in_channels", mo.in_channels}};
+  int start_epoch = 0;
+  int64_t step = 0;
+  if (!o.resume.empty()) {
+    const auto meta = load_checkpoint(o.resume, model.module(), parts, identity);
+    start_epoch = meta.value("epochs_done", 0);
+    step = meta.value("step", int64_t{0});
+    if (start_epoch >= o.epochs)
+      FASTER_THROW("--resume ", o.resume, " has done ", start_epoch, " epoch(s) of --epochs ",
+                   o.epochs, ": nothing left to train");
+  }
+  report.start_epoch = start_epoch;
+  log.write({{"event", "start"},
+             {"options", report.options},
+             {"device", report.device},
+             {"start_epoch", start_epoch}});
+  if (callbacks.on_start && is_main) {
+    std::string line = o.model + " (" + std::to_string(mo.classes) + " classes) on " + report.data +
+                       ", " + report.device;
+    if (start_epoch > 0) line += ", resuming after epoch " + std::to_string(start_epoch);
+    callbacks.on_start(line);
+  }
+
   Timer total;  // from here: data to the device, all epochs, all tests
-  auto train_loader = make_loader(o, train_set, device, world, true);
-  auto test_loader = make_loader(o, test_set, device, world, false);
+  auto train_loader = make_loader(o, d, plan, device, world, true);
+  std::unique_ptr<data::Loader> val_loader;
+  if (d.val) val_loader = make_loader(o, d, plan, device, world, false);
+  auto* image_loader = dynamic_cast<data::ImageLoader*>(train_loader.get());
+  const int64_t steps_per_epoch = train_loader->batches_per_epoch();
   int64_t train_images = 0;
-  for (int epoch = 0; epoch < o.epochs; ++epoch) {
+  double train_seconds = 0;
+  for (int epoch = start_epoch; epoch < o.epochs; ++epoch) {
     Timer timer;
+    const int res = res_at(o.res, epoch);
+    if (image_loader && o.res.res > 0) image_loader->set_size(res);
     stepper.start_epoch();
-    stepper.model()->train();
+    model->train();
     train_loader->start_epoch(epoch);
+    const bool evaluate = val_loader && ((epoch + 1) % o.eval_every == 0 || epoch + 1 == o.epochs);
+    double lr = 0;
     {
       std::optional<Progress> bar;
       if (is_main)
-        bar.emplace("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(o.epochs),
-                    train_loader->batches_per_epoch() + test_loader->batches_per_epoch(), "batch");
+        bar.emplace(
+            "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(o.epochs),
+            train_loader->batches_per_epoch() + (evaluate ? val_loader->batches_per_epoch() : 0),
+            "batch");
+      Timer since_line;
+      int64_t seen = 0;
       while (auto b = train_loader->next()) {
+        lr = o.sgd.lr * lr_factor(o.schedule, step++, steps_per_epoch, o.epochs);
+        stepper.set_lr(lr);
         stepper.train_batch(*b);
-        if (bar) bar->add();
+        seen += b->size;
+        if (!bar) continue;
+        bar->add();
+        if (since_line.seconds() >= 2) {  // reading the loss waits for the device: now and then
+          char s[96];
+          std::snprintf(s, sizeof s, "%s img/s  loss %.4f",
+                        format_count(seen * world.world / timer.seconds()).c_str(),
+                        stepper.train_loss_so_far() / std::max<int64_t>(1, seen));
+          bar->set_suffix(s);
+          since_line = Timer();
+        }
       }
-      stepper.model()->eval();
-      test_loader->start_epoch(0);
-      while (auto b = test_loader->next()) {
-        stepper.eval_batch(*b);
-        if (bar) bar->add();
+      if (device.is_cuda()) torch::cuda::synchronize(device.index());
+      const double epoch_train_s = timer.seconds();
+      train_seconds += epoch_train_s;
+      // torchvision's EMA follows the model during the learning-rate warm-up.
+      if (stepper.ema() && epoch + 1 <= o.schedule.warmup_epochs) stepper.ema()->reset();
+      if (evaluate) {
+        model->eval();
+        stepper.swap_ema();
+        val_loader->start_epoch(0);
+        while (auto b = val_loader->next()) {
+          stepper.eval_batch(*b);
+          if (bar) bar->add();
+        }
+        stepper.swap_ema();
+      }
+      if (bar) bar->finish();
+      auto totals = stepper.totals();
+      if (dist) dist->all_reduce_sum(totals);
+      const StepTotals t = Stepper::read(totals);  // the epoch's one host sync
+      EpochStats e;
+      e.epoch = epoch + 1;
+      e.train_images = train_loader->samples_per_epoch() * world.world;
+      e.train_loss = t.train_loss / std::max<int64_t>(1, e.train_images);
+      e.evaluated = evaluate;
+      if (evaluate) {
+        const double n = static_cast<double>(d.val->size());
+        e.test_loss = t.eval_loss / n;
+        e.test_accuracy = 100.0 * t.top1 / n;
+        e.test_top5 = 100.0 * t.top5 / n;
+      }
+      e.seconds = timer.seconds();
+      e.train_seconds = epoch_train_s;
+      e.lr = lr;
+      e.res = res;
+      train_images += e.train_images;
+      // A diverged run stops here (the fp16 scaler skips the steps it can).
+      const bool weights_finite = torch::isfinite(stepper.sgd().flat_params()).all().item<bool>();
+      if (!weights_finite || (!stepper.scaler() && !std::isfinite(e.train_loss)))
+        throw Error("training diverged in epoch " + std::to_string(e.epoch) + ": the loss is " +
+                        std::to_string(e.train_loss) +
+                        (weights_finite ? "" : " and the weights are no longer finite"),
+                    "lower --lr (it is " + std::to_string(o.sgd.lr) + "), or use --amp");
+      report.epochs.push_back(e);
+      auto entry = e.to_json();
+      entry["event"] = "epoch";
+      log.write(entry);
+      log.chart(o.model + " on " + report.data, report.epochs);
+      if (is_main && !o.checkpoint.empty()) {
+        auto meta = identity;
+        meta["epochs_done"] = epoch + 1;
+        meta["step"] = step;
+        meta["options"] = report.options;
+        save_checkpoint(o.checkpoint, model.module(), parts, meta);
+        if (o.keep_checkpoints) {  // a second name for the same file (torchvision's model_N.pth)
+          const auto kept = o.checkpoint + ".epoch" + std::to_string(epoch + 1);
+          std::error_code ec;
+          fs::remove(kept, ec);
+          fs::create_hard_link(o.checkpoint, kept, ec);
+          if (ec) fs::copy_file(o.checkpoint, kept, fs::copy_options::overwrite_existing);
+        }
       }
     }
-    auto totals = stepper.totals();
-    if (dist) dist->all_reduce_sum(totals);
-    totals = totals.cpu();  // the epoch's one host sync
-    const double* t = totals.data_ptr<double>();
-    EpochStats e;
-    e.epoch = epoch + 1;
-    e.train_images = train_loader->samples_per_epoch() * world.world;
-    e.train_loss = t[0] / e.train_images;
-    e.test_loss = t[1] / test_set->n;
-    e.test_accuracy = 100.0 * t[2] / test_set->n;
-    e.seconds = timer.seconds();
-    train_images += e.train_images;
-    report.epochs.push_back(e);
-    auto entry = epoch_json(e);
-    entry["event"] = "epoch";
-    log.write(entry);
-    if (on_epoch && is_main) on_epoch(e);
+    if (callbacks.on_epoch && is_main) callbacks.on_epoch(report.epochs.back());
   }
   report.total_seconds = total.seconds();
-  report.train_images_per_second = train_images / report.total_seconds;
+  report.train_images_per_second = train_seconds > 0 ? train_images / train_seconds : 0;
   log.write({{"event", "done"}, {"result", report.to_json()}});
-  if (!o.save.empty() && is_main) save_state_dict(stepper.model().module(), o.save);
+  if (!o.save.empty() && is_main) {
+    stepper.swap_ema();  // the weights that were evaluated
+    save_state_dict(model.module(), o.save);
+    stepper.swap_ema();
+  }
   return report;
+}
+
+EvalReport evaluate(const EvalOptions& e) {
+  const auto device = resolve_device(e.device);
+  if (e.batch < 1) FASTER_THROW("--batch must be at least 1 (got ", e.batch, ")");
+  if (e.workers < 1) FASTER_THROW("--workers must be at least 1 (got ", e.workers, ")");
+  if (device.is_cpu() && e.precision == Precision::kFloat16)
+    FASTER_THROW("--amp-dtype fp16 needs --device cuda (use bf16 on the CPU)");
+  // The data: a small dataset's test split, a root's val/, or the split named (folder or LMDB).
+  TrainingData d;
+  const fs::path root(e.data);
+  std::error_code ec;
+  if (data::is_small_dataset(root)) {
+    d = open_training_data(e.data, "");
+  } else if (!data::is_lmdb_path(root) && fs::is_directory(root / "val", ec)) {
+    d.val = open_split((root / "val").string());
+  } else if (!data::is_lmdb_path(root) && fs::is_directory(root / "train", ec)) {
+    FASTER_THROW(e.data, " has train/ but no val/: name the split to evaluate");
+  } else {
+    d.val = open_split(e.data);
+  }
+  d.classes = d.val->classes();
+
+  // The weights: a state_dict (faster's or torchvision's) or a faster checkpoint's model.
+  const auto dict = read_state_dict(e.weights);
+  const std::string prefix = is_checkpoint(dict) ? "model." : "";
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto& kv : dict)
+    if (kv.key().rfind(prefix, 0) == 0)
+      shapes[kv.key().substr(prefix.size())] = kv.value().sizes().vec();
+  auto mo = models::infer_model_options(shapes, e.weights);
+  if (!e.model.empty() && e.model != mo.name)
+    FASTER_THROW(e.weights, " holds ", mo.name, " weights, not --model ", e.model);
+  if (mo.classes != static_cast<int>(d.classes.size()))
+    FASTER_THROW(e.weights, " classifies ", mo.classes, " classes, but ", d.val->describe(),
+                 " has ", d.classes.size());
+  auto model = models::make_model(mo);
+  copy_state_dict(dict, prefix, model.module(), e.weights);
+  model->to(device);
+  if (e.channels_last) to_channels_last(model.module());
+  model->eval();
+
+  TrainOptions o;  // what the step reads when it only evaluates
+  o.batch = e.batch;
+  o.workers = e.workers;
+  o.precision = e.precision;
+  o.channels_last = e.channels_last;
+  o.decode = e.decode;
+  o.val_res = e.val_res;
+  o.val_resize = e.val_resize;
+  LoaderPlan plan;
+  plan.channels = mo.in_channels != d.channels() ? mo.in_channels : 0;
+  plan.layout = e.channels_last && !d.arrays() ? data::Layout::kNHWC : data::Layout::kNCHW;
+  const bool nvjpeg =
+      e.decode == Decode::kNvjpeg || (e.decode == Decode::kAuto && device.is_cuda());
+  plan.decode = nvjpeg ? data::DecodeOn::kNvjpeg : data::DecodeOn::kCpu;
+  plan.val_res = val_res_of(o, d);
+  plan.val_resize = val_resize_of(o, plan.val_res);
+  Stepper stepper(model, o, device, nullptr, {}, models::input_normalization(mo.name),
+                  mo.in_channels, plan.layout == data::Layout::kNHWC);
+  auto loader = make_loader(o, d, plan, device, WorldInfo{}, false);
+  Timer timer;
+  loader->start_epoch(0);
+  {
+    Progress bar("eval", loader->batches_per_epoch(), "batch");
+    while (auto b = loader->next()) {
+      stepper.eval_batch(*b);
+      bar.add();
+    }
+  }
+  const StepTotals t = Stepper::read(stepper.totals());
+  EvalReport r;
+  r.model = mo.name;
+  r.data = d.val->describe();
+  r.device = device.str();
+  r.classes = mo.classes;
+  r.res = plan.val_res;
+  r.images = d.val->size();
+  r.loss = t.eval_loss / r.images;
+  r.top1 = 100.0 * t.top1 / r.images;
+  r.top5 = 100.0 * t.top5 / r.images;
+  r.seconds = timer.seconds();
+  return r;
 }
 
 }  // namespace faster::train

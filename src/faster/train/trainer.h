@@ -1,5 +1,7 @@
-// The trainer: ThinNet on a small in-memory dataset, SGD, cross-entropy, train + test every epoch.
-// One process drives one device here; train/parallel adds DataParallel and DDP on top.
+// The trainer: any registered model on a small array dataset or on JPEG folders / LMDB, single
+// device, DataParallel or DDP; a learning-rate and resolution schedule, evaluation (top-1/top-5)
+// every few epochs, checkpoints every epoch, resume, metrics as JSON lines and an SVG chart.
+// `evaluate` runs saved weights over a validation split.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -14,21 +16,59 @@ namespace faster::train {
 
 struct EpochStats {
   int epoch = 0;
-  double train_loss = 0, test_loss = 0, test_accuracy = 0, seconds = 0;
+  double train_loss = 0;
+  bool evaluated = false;  // test_* hold this epoch's evaluation
+  double test_loss = 0, test_accuracy = 0, test_top5 = 0;
+  double seconds = 0;        // the whole epoch, evaluation included
+  double train_seconds = 0;  // its training part
   int64_t train_images = 0;
+  double lr = 0;  // at the epoch's last step
+  int res = 0;    // training resolution (0: as stored)
+
+  nlohmann::json to_json() const;
 };
 
 struct TrainReport {
   std::vector<EpochStats> epochs;
   double total_seconds = 0;  // model on the device -> end of the last test epoch (as the peer)
-  double train_images_per_second = 0;
-  std::string device;
+  double train_images_per_second = 0;  // training images over training time (evaluation left out)
+  std::string device, model, data;
+  int classes = 0;
+  int start_epoch = 0;  // > 0 when resumed
   nlohmann::json options;
 
   nlohmann::json to_json() const;
 };
 
-// Runs the whole training; `on_epoch` (optional) sees each epoch's stats as they come.
-TrainReport train(const TrainOptions& o, const std::function<void(const EpochStats&)>& on_epoch = {});
+struct TrainCallbacks {
+  std::function<void(const std::string&)> on_start;  // one line: model, data, device
+  std::function<void(const EpochStats&)> on_epoch;
+};
+
+// Runs the whole training; callbacks (optional) see the run's description and each epoch's stats.
+TrainReport train(const TrainOptions& o, const TrainCallbacks& callbacks = {});
+
+struct EvalOptions {
+  std::string weights;  // a state_dict (faster's or torchvision's) or a faster checkpoint
+  std::string data;     // a root with val/, a split folder, an LMDB, or a small dataset
+  std::string model;    // empty: inferred from the weights (ResNets)
+  std::string device = "auto";
+  int64_t batch = 256;
+  int workers = 4;
+  int val_res = 0, val_resize = 0;  // 0: 224 (JPEG) or as stored (arrays); resize = res*256/224
+  Decode decode = Decode::kAuto;
+  Precision precision = Precision::kFloat32;
+  bool channels_last = false;
+};
+
+struct EvalReport {
+  std::string model, data, device;
+  int classes = 0, res = 0;
+  int64_t images = 0;
+  double loss = 0, top1 = 0, top5 = 0, seconds = 0;
+  nlohmann::json to_json() const;
+};
+
+EvalReport evaluate(const EvalOptions& o);
 
 }  // namespace faster::train

@@ -28,8 +28,10 @@ int64_t now_ns() {
 void validate(const LoaderOptions& o) {
   if (o.batch < 1) FASTER_THROW("--batch must be at least 1 (got ", o.batch, ")");
   if (o.workers < 1) FASTER_THROW("--workers must be at least 1 (got ", o.workers, ")");
-  if (o.transform != Transform::kNone) {
-    if (o.size < 8 || o.val_size < 8) FASTER_THROW("--size must be at least 8 (got ", o.size, ")");
+  if (o.transform == Transform::kTrain && o.size < 8)
+    FASTER_THROW("--size must be at least 8 (got ", o.size, ")");
+  if (o.transform == Transform::kVal) {
+    if (o.val_size < 8) FASTER_THROW("--val-size must be at least 8 (got ", o.val_size, ")");
     if (o.val_size > o.val_resize)
       FASTER_THROW("--val-size ", o.val_size, " is larger than --val-resize ", o.val_resize);
   }
@@ -97,20 +99,21 @@ ImageLoader::ImageLoader(std::shared_ptr<const Source> source, LoaderOptions opt
     FASTER_THROW(source_->describe(), " has ", data_channels, "-channel images; cannot make ",
                  channels_);
   const bool as_stored = options_.transform == Transform::kNone;
-  const int side = options_.transform == Transform::kTrain ? options_.size : options_.val_size;
-  height_ = as_stored ? pixel_shape_->height : side;
-  width_ = as_stored ? pixel_shape_->width : side;
+  const bool train = options_.transform == Transform::kTrain;
+  const int side = train ? options_.size : options_.val_size;
+  const int largest = train ? std::max(options_.size, options_.max_size) : side;
+  height_ = as_stored ? pixel_shape_->height : largest;
+  width_ = as_stored ? pixel_shape_->width : largest;
   // A decoded sample is a copy (and maybe a small resample): hand them out a few at a time, so
   // the workers do not spend their time on the work queue's lock.
   claim_ = pixel_shape_ ? std::min(options_.batch, 32) : 1;
   const int slots = ring_slots(options_);
   const auto dtype = host_uint8() ? torch::kUInt8 : torch::kFloat32;
   const auto host = torch::TensorOptions().pinned_memory(copy_.wants_pinned());
-  const std::vector<int64_t> shape =
-      batch_shape(options_.layout, options_.batch, channels_, height_, width_);
+  const int64_t elements = int64_t{options_.batch} * channels_ * height_ * width_;
   ring_.resize(slots);
   for (Slot& slot : ring_) {
-    slot.images = torch::empty(shape, host.dtype(dtype));
+    slot.storage = torch::empty({elements}, host.dtype(dtype));
     slot.labels = torch::empty({options_.batch}, host.dtype(torch::kInt64));
     slot.indices.assign(options_.batch, -1);
     if (gpu()) {
@@ -132,6 +135,10 @@ ImageLoader::ImageLoader(std::shared_ptr<const Source> source, LoaderOptions opt
     mean_ = per_channel(n.mean);
     std_ = per_channel(n.std);
   }
+  if (as_stored)
+    apply_size(height_, width_);
+  else
+    apply_size(side, side);
   if (gpu())
     for (int i = 0; i < options_.gpu_stages; ++i)
       stages_.push_back(std::make_unique<Stage>(options_.device, options_.batch, options_.decoder));
@@ -178,8 +185,28 @@ int64_t ImageLoader::samples_per_epoch() const {
 
 int64_t ImageLoader::ring_bytes() const {
   int64_t total = 0;
-  for (const Slot& s : ring_) total += s.images.nbytes() + s.labels.nbytes();
+  for (const Slot& s : ring_) total += s.storage.nbytes() + s.labels.nbytes();
   return total;
+}
+
+void ImageLoader::set_size(int size) {
+  if (options_.transform != Transform::kTrain)
+    FASTER_THROW("set_size: only the train transform changes its size");
+  const int largest = std::max(options_.size, options_.max_size);
+  if (size < 8 || size > largest)
+    FASTER_THROW("training resolution ", size, " is outside 8..", largest,
+                 " (the loader's largest)");
+  std::lock_guard<std::mutex> lock(mutex_);
+  next_size_ = size;
+}
+
+// Views every slot's storage as a batch of height x width images (the workers are idle).
+void ImageLoader::apply_size(int height, int width) {
+  height_ = height, width_ = width;
+  const auto shape = batch_shape(options_.layout, options_.batch, channels_, height, width);
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= d;
+  for (Slot& slot : ring_) slot.images = slot.storage.narrow(0, 0, numel).view(shape);
 }
 
 void ImageLoader::wait_idle(std::unique_lock<std::mutex>& lock) {
@@ -191,6 +218,7 @@ void ImageLoader::start_epoch(int64_t epoch, bool reset_stats) {
   total_tasks_ = next_task_;  // abandon what nobody has claimed yet
   wait_idle(lock);
   for (int i = 0; i < static_cast<int>(ring_.size()); ++i) copy_.wait_slot(i);
+  if (next_size_ > 0) apply_size(next_size_, next_size_), next_size_ = 0;
   order_ = sampler_.indices(epoch);
   const int64_t nb = batches_per_epoch();
   total_tasks_ = options_.last_batch == LastBatch::kDrop ? nb * options_.batch

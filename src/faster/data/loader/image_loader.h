@@ -67,6 +67,9 @@ class ImageLoader : public Loader {
   std::string describe_device() const;
   // Bytes of host batch memory, allocated once.
   int64_t ring_bytes() const;
+  // Train transform: the output side from the next start_epoch() on, up to options().max_size
+  // (progressive resizing); the ring was sized for the largest.
+  void set_size(int size);
   // The shape of one output image: channels, height, width.
   int channels() const { return channels_; }
   int height() const { return height_; }
@@ -74,7 +77,8 @@ class ImageLoader : public Loader {
 
  private:
   struct Slot {
-    torch::Tensor images, labels;  // host, pinned when a GPU is used
+    torch::Tensor storage;         // host, pinned when a GPU is used, sized for the largest batch
+    torch::Tensor images, labels;  // images: a view of storage at the current size
     int64_t batch = -1;
     int expected = 0, filled = 0;
     std::vector<int64_t> indices;
@@ -112,6 +116,8 @@ class ImageLoader : public Loader {
   std::optional<PixelShape> pixel_shape_;  // the source's, when it holds decoded pixels
   int channels_ = 3, height_ = 0, width_ = 0;
   int claim_ = 1;  // samples a worker takes at once (more when a sample is only a copy)
+  int next_size_ = 0;  // set_size()'s side, applied by start_epoch()
+  void apply_size(int height, int width);
   Sampler sampler_;
   DeviceCopy copy_;
   std::vector<Slot> ring_;

@@ -46,7 +46,8 @@ struct LoaderOptions {
   int workers = 4;
   int ring = 0;  // host batch buffers; 0: enough to keep every worker busy
   Transform transform = Transform::kTrain;
-  int size = 224;  // kTrain output side
+  int size = 224;      // kTrain output side
+  int max_size = 0;    // kTrain: the largest side set_size() may ask for later (0: size)
   int val_resize = 256, val_size = 224;
   // Channels of the output: 0 keeps the data's (3 for JPEG, the array's own for arrays); 3 turns
   // a grayscale array into RGB (the value repeated), as a grayscale JPEG decodes.

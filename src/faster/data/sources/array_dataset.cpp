@@ -4,6 +4,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -110,9 +111,11 @@ ArrayDataset read_idx(const fs::path& images, const fs::path& labels, int classe
   ds.channels = 1;
   ds.height = idim[1];
   ds.width = idim[2];
-  ds.classes = classes;
   ds.images.assign(img.begin() + 16, img.end());
   ds.labels.assign(lab.begin() + 8, lab.end());
+  // The class count comes from the labels unless the caller bounds it (idx labels are bytes).
+  ds.classes = classes > 0 ? classes
+                           : 1 + static_cast<int>(*std::max_element(ds.labels.begin(), ds.labels.end()));
   check_labels(ds, labels.string());
   return ds;
 }
@@ -152,6 +155,13 @@ fs::path first_existing(const fs::path& dir, const std::string& stem) {
 
 }  // namespace
 
+bool is_small_dataset(const fs::path& dir) {
+  std::error_code ec;
+  return !first_existing(dir, "train-images-idx3-ubyte").empty() ||
+         fs::exists(dir / "data_batch_1.bin", ec) ||
+         fs::exists(dir / "cifar-10-batches-bin" / "data_batch_1.bin", ec);
+}
+
 TrainTest load_small_dataset(const fs::path& dir) {
   if (!fs::is_directory(dir)) FASTER_THROW(dir.string(), ": not a directory");
   TrainTest tt;
@@ -181,6 +191,8 @@ TrainTest load_small_dataset(const fs::path& dir) {
     tt.test = read_cifar10({cifar / "test_batch.bin"});
     tt.format = "cifar10";
   }
+  tt.train.classes = tt.test.classes = std::max(tt.train.classes, tt.test.classes);
+  if (tt.train.classes < 2) FASTER_THROW(dir.string(), ": the labels name fewer than 2 classes");
   const std::string base = tt.format == "idx" ? dir.filename().string() : "cifar10";
   tt.train.name = base + "/train";
   tt.test.name = base + "/test";

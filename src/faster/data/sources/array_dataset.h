@@ -30,11 +30,15 @@ struct TrainTest {
   std::string format;  // "idx" or "cifar10"
 };
 
-// Reads an idx image file and its label file (".gz" or raw); classes is the label bound (10).
+// Reads an idx image file and its label file (".gz" or raw); classes is the label bound (0: the
+// largest label + 1).
 ArrayDataset read_idx(const std::filesystem::path& images, const std::filesystem::path& labels,
-                      int classes = 10);
+                      int classes = 0);
 // Reads CIFAR-10 binary batch files (each record: 1 label byte + 3072 pixel bytes, CHW).
 ArrayDataset read_cifar10(const std::vector<std::filesystem::path>& batches);
+
+// Whether `dir` holds a small dataset load_small_dataset reads (idx or CIFAR-10 files).
+bool is_small_dataset(const std::filesystem::path& dir);
 
 // Finds the dataset in `dir`: idx files (train-images-idx3-ubyte[.gz], ...) or CIFAR-10 batches
 // (data_batch_1.bin... test_batch.bin, in dir or dir/cifar-10-batches-bin).

@@ -1,0 +1,65 @@
+// `faster eval`: top-1/top-5 of saved weights (faster's or torchvision's state_dict, or a faster
+// checkpoint) on a validation split.
+#include <cstdio>
+#include <fstream>
+
+#include "faster/cli/command.h"
+#include "faster/core/error.h"
+#include "faster/tools/file_io.h"
+#include "faster/train/trainer.h"
+
+namespace faster::cli {
+namespace {
+
+constexpr EnumName<train::Precision> kPrecisions[] = {{"fp32", train::Precision::kFloat32},
+                                                      {"fp16", train::Precision::kFloat16},
+                                                      {"bf16", train::Precision::kBFloat16}};
+
+void add_eval(CLI::App& root, int& exit_code) {
+  struct Flags {
+    train::EvalOptions o;
+    std::string json;
+  };
+  auto f = std::make_shared<Flags>();
+  auto& o = f->o;
+  auto* cmd = root.add_subcommand(
+      "eval",
+      "Evaluate saved weights: top-1 and top-5 accuracy and the loss on a validation split.  "
+      "The architecture and class count are read from the weights (a state_dict written by "
+      "faster train --save or by torchvision, or a faster --checkpoint).");
+  cmd->add_option("--weights", o.weights, "The weights file")->required();
+  cmd->add_option("--data", o.data,
+                  "A root holding val/ (folder of class folders or LMDB), the split itself, or a "
+                  "small dataset (its test split)")
+      ->required();
+  cmd->add_option("--model", o.model, "Check that the weights are this model's");
+  cmd->add_option("--device", o.device, "auto, cpu, cuda or cuda:N")->capture_default_str();
+  cmd->add_option("--batch", o.batch, "Images per batch")->capture_default_str();
+  cmd->add_option("--workers", o.workers, "Loader threads")->capture_default_str();
+  cmd->add_option("--val-res", o.val_res,
+                  "Center-crop side (default 224 for JPEG data, as stored for small datasets); "
+                  "FixRes: try a higher one than the model was trained at");
+  cmd->add_option("--val-resize", o.val_resize,
+                  "Shorter side resized to this before the crop (default --val-res * 256/224)");
+  add_enum_option(cmd, "--decode", o.decode, train::kDecodeChoices,
+                  "JPEG decoding: cpu, nvjpeg or auto (nvjpeg on a GPU)");
+  add_enum_option(cmd, "--precision", o.precision, kPrecisions,
+                  "Arithmetic of the forward pass (autocast for fp16/bf16)");
+  cmd->add_flag("--channels-last", o.channels_last, "NHWC memory format");
+  cmd->add_option("--json", f->json, "Also write the result as JSON to this file");
+  cmd->callback([f, &exit_code] {
+    if (!f->json.empty()) tools::check_output_file(f->json, "--json");
+    const auto r = train::evaluate(f->o);
+    std::printf(
+        "eval %s (%d classes) on %s at %d px: top-1 %.2f%%  top-5 %.2f%%  loss %.4f  "
+        "(%lld images, %.2fs on %s)\n",
+        r.model.c_str(), r.classes, r.data.c_str(), r.res, r.top1, r.top5, r.loss,
+        static_cast<long long>(r.images), r.seconds, r.device.c_str());
+    if (!f->json.empty()) tools::write_file_atomic(f->json, r.to_json().dump(2) + "\n");
+    exit_code = 0;
+  });
+}
+
+}  // namespace
+FASTER_REGISTER_COMMAND(15, add_eval);
+}  // namespace faster::cli

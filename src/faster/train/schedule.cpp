@@ -1,0 +1,95 @@
+// Learning-rate and resolution schedules.
+#include "faster/train/schedule.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "faster/core/error.h"
+
+namespace faster::train {
+namespace {
+constexpr double kPi = 3.14159265358979323846;
+}
+
+double lr_factor(const LrSchedule& s, int64_t step, int64_t steps_per_epoch, int epochs) {
+  const int64_t total = steps_per_epoch * epochs;
+  const int64_t warmup = static_cast<int64_t>(std::llround(s.warmup_epochs * steps_per_epoch));
+  if (step < warmup) {
+    const double t = static_cast<double>(step) / warmup;
+    return s.warmup_start + (1.0 - s.warmup_start) * t;
+  }
+  switch (s.decay) {
+    case LrDecay::kCosine: {
+      const int64_t span = std::max<int64_t>(1, total - 1 - warmup);
+      const double t = std::min(1.0, static_cast<double>(step - warmup) / span);
+      return s.min_lr + (1.0 - s.min_lr) * 0.5 * (1.0 + std::cos(kPi * t));
+    }
+    case LrDecay::kStep: {
+      const int64_t epoch = step / std::max<int64_t>(1, steps_per_epoch);
+      double f = 1.0;
+      for (int e : s.step_epochs)
+        if (epoch >= e) f *= s.step_gamma;
+      return f;
+    }
+    case LrDecay::kConstant:
+      break;
+  }
+  return 1.0;
+}
+
+void validate(const LrSchedule& s, int epochs) {
+  if (!(s.warmup_epochs >= 0) || s.warmup_epochs > epochs)
+    FASTER_THROW("--warmup-epochs must be between 0 and --epochs ", epochs, " (got ",
+                 s.warmup_epochs, ")");
+  if (!(s.warmup_start >= 0 && s.warmup_start <= 1))
+    FASTER_THROW("--warmup-start must be between 0 and 1 (got ", s.warmup_start, ")");
+  if (!(s.min_lr >= 0 && s.min_lr <= 1))
+    FASTER_THROW("--min-lr must be between 0 and 1, a fraction of --lr (got ", s.min_lr, ")");
+  if (!(s.step_gamma > 0 && s.step_gamma <= 1))
+    FASTER_THROW("--lr-gamma must be in (0, 1] (got ", s.step_gamma, ")");
+  if (s.decay == LrDecay::kStep && s.step_epochs.empty())
+    FASTER_THROW("--lr-decay step needs --lr-steps (epochs at which the rate drops)");
+  for (int e : s.step_epochs)  // 0-based here, 1-based on the command line
+    if (e < 1 || e >= epochs) FASTER_THROW("--lr-steps: epoch ", e + 1, " is outside 2..", epochs);
+}
+
+int res_at(const ResSchedule& s, int epoch) {
+  if (s.res == 0 || s.end_res == 0 || epoch <= s.ramp_start) return s.res;
+  if (epoch >= s.ramp_end) return s.end_res;
+  const double t = static_cast<double>(epoch - s.ramp_start) / (s.ramp_end - s.ramp_start);
+  const int r = static_cast<int>(s.res + t * (s.end_res - s.res));
+  const int rounded = r / s.step * s.step;
+  return std::clamp(rounded, std::min(s.res, s.end_res), std::max(s.res, s.end_res));
+}
+
+int max_res(const ResSchedule& s) {
+  return std::max(s.res, s.end_res);
+}
+
+void validate(const ResSchedule& s, int epochs) {
+  if (s.res == 0 && s.end_res == 0) return;  // as stored
+  if (s.res < 8 || s.res > 4096) FASTER_THROW("--res must be between 8 and 4096 (got ", s.res, ")");
+  if (s.end_res == 0) return;
+  if (s.end_res < 8 || s.end_res > 4096)
+    FASTER_THROW("--res-end must be between 8 and 4096 (got ", s.end_res, ")");
+  if (s.step < 1 || s.step > 512) FASTER_THROW("--res-step must be between 1 and 512");
+  if (s.ramp_start < 0 || s.ramp_end <= s.ramp_start || s.ramp_end >= epochs)
+    FASTER_THROW("--res-ramp ", s.ramp_start + 1, ":", s.ramp_end + 1,
+                 " must name two epochs 1 <= A < B <= --epochs ", epochs);
+}
+
+void parse_epoch_range(const std::string& text, const std::string& flag, int& a, int& b) {
+  const auto colon = text.find(':');
+  size_t used_a = 0, used_b = 0;
+  try {
+    if (colon == std::string::npos) throw std::invalid_argument(text);
+    a = std::stoi(text.substr(0, colon), &used_a);
+    b = std::stoi(text.substr(colon + 1), &used_b);
+  } catch (const std::exception&) {
+    used_a = 0;
+  }
+  if (colon == std::string::npos || used_a != colon || used_b != text.size() - colon - 1)
+    FASTER_THROW(flag, " must be two epochs A:B (got '", text, "')");
+}
+
+}  // namespace faster::train

@@ -1,0 +1,184 @@
+// The steps.  Graphs: a full-size batch replays the graph captured for its shape (captured after a
+// few eager steps, so cuDNN's plans and the allocator have settled); a new shape (the next
+// resolution of a progressive-resizing run) captures anew; short batches run eagerly.
+#include "faster/train/stepper.h"
+
+#include <torch/torch.h>
+
+#include "faster/core/error.h"
+#include "faster/train/parallel/data_parallel.h"
+
+namespace faster::train {
+namespace {
+
+constexpr int kEagerStepsBeforeCapture = 3;
+
+// Turns cuDNN benchmarking off for a scope (a short batch, whose shape is not worth tuning).
+class CudnnBenchmarkOff {
+ public:
+  explicit CudnnBenchmarkOff(bool active)
+      : active_(active && at::globalContext().benchmarkCuDNN()) {
+    if (active_) at::globalContext().setBenchmarkCuDNN(false);
+  }
+  ~CudnnBenchmarkOff() {
+    if (active_) at::globalContext().setBenchmarkCuDNN(true);
+  }
+  CudnnBenchmarkOff(const CudnnBenchmarkOff&) = delete;
+  CudnnBenchmarkOff& operator=(const CudnnBenchmarkOff&) = delete;
+
+ private:
+  bool active_;
+};
+
+}  // namespace
+
+Stepper::Stepper(models::Model model, const TrainOptions& o, torch::Device device, Dist* dist,
+                 std::vector<torch::Device> dp_devices, const data::Normalization& norm,
+                 int channels, bool input_nhwc)
+    : o_(o),
+      device_(device),
+      model_(std::move(model)),
+      sgd_(model_->parameters(), o.sgd),
+      input_nhwc_(input_nhwc),
+      dp_devices_(std::move(dp_devices)) {
+  if (dist) {
+    // Every rank starts from rank 0's weights, as DDP's constructor does.
+    dist->broadcast_from_rank0(sgd_.flat_params());
+    for (auto& b : model_->buffers()) dist->broadcast_from_rank0(b);
+    reducer_ = std::make_unique<GradReducer>(*dist, sgd_.params(), sgd_.offsets(),
+                                             static_cast<int64_t>(o.bucket_mb * (1 << 20)));
+  }
+  auto f = torch::TensorOptions().dtype(torch::kFloat).device(device);
+  loss_sum_ = torch::zeros({}, f);
+  eval_loss_sum_ = torch::zeros({}, f);
+  top1_ = torch::zeros({}, f.dtype(torch::kLong));
+  top5_ = torch::zeros({}, f.dtype(torch::kLong));
+  const auto per_channel = [&](const float* v) {
+    return torch::tensor(std::vector<float>(v, v + channels))
+        .mul(255)
+        .view({1, channels, 1, 1})
+        .to(device);
+  };
+  mean_ = per_channel(norm.mean);
+  std_ = per_channel(norm.std);
+  if (o.precision == Precision::kFloat16) scaler_.emplace(device);
+  if (o.ema_decay > 0) ema_.emplace(sgd_.flat_params(), model_->buffers(), o.ema_decay);
+}
+
+void Stepper::start_epoch() {
+  loss_sum_.zero_();
+  eval_loss_sum_.zero_();
+  top1_.zero_();
+  top5_.zero_();
+}
+
+void Stepper::train_batch(const data::Batch& b) {
+  run(b, train_graph_,
+      [this](const torch::Tensor& x, const torch::Tensor& y, int64_t n) { train_step(x, y, n); });
+  if (ema_) ema_->update();
+}
+
+void Stepper::eval_batch(const data::Batch& b) {
+  run(b, eval_graph_,
+      [this](const torch::Tensor& x, const torch::Tensor& y, int64_t) { eval_step(x, y); });
+}
+
+torch::Tensor Stepper::totals() const {
+  return torch::stack({loss_sum_.to(torch::kDouble), eval_loss_sum_.to(torch::kDouble),
+                       top1_.to(torch::kDouble), top5_.to(torch::kDouble)});
+}
+
+StepTotals Stepper::read(const torch::Tensor& totals) {
+  const auto t = totals.to(torch::kCPU, torch::kDouble).contiguous();
+  const double* v = t.data_ptr<double>();
+  return {v[0], v[1], v[2], v[3]};
+}
+
+double Stepper::train_loss_so_far() const {
+  return loss_sum_.item<double>();
+}
+
+void Stepper::swap_ema() {
+  if (ema_) ema_->swap();
+}
+
+// Full-size batches go through the graph once it is captured; warm-up and short batches run
+// eagerly.
+void Stepper::run(const data::Batch& b, std::unique_ptr<Captured>& c, const StepFn& step) {
+  const bool full = b.images.size(0) == o_.batch;
+  if (o_.cuda_graph && full) {
+    if (!c || c->shape != b.images.sizes().vec()) {  // first full batch of this shape
+      c = std::make_unique<Captured>();
+      c->shape = b.images.sizes().vec();
+    }
+    if (c->graph.captured() || c->eager_steps >= kEagerStepsBeforeCapture) {
+      if (!c->graph.captured()) {
+        c->x = b.images.clone();
+        c->y = b.labels.clone();
+        c->graph.capture([&] { step(c->x, c->y, o_.batch); });
+      } else {
+        c->x.copy_(b.images, /*non_blocking=*/true);
+        c->y.copy_(b.labels, /*non_blocking=*/true);
+      }
+      c->graph.replay();
+      return;
+    }
+    ++c->eager_steps;
+  }
+  CudnnBenchmarkOff heuristics_only(o_.benchmarks_full_batch_only() && !full);
+  step(b.images, b.labels, b.size);
+}
+
+// uint8 pixels -> (x / 255 - mean) / std as float, in the model's memory format.
+torch::Tensor Stepper::prepare(const torch::Tensor& x) const {
+  auto t = input_nhwc_ ? x.permute({0, 3, 1, 2}) : x;  // NHWC data: an NCHW view, channels last
+  if (t.scalar_type() == torch::kByte) t = t.to(torch::kFloat).sub_(mean_).div_(std_);
+  return o_.channels_last ? t.contiguous(torch::MemoryFormat::ChannelsLast) : t.contiguous();
+}
+
+torch::Tensor Stepper::forward(const torch::Tensor& x) {
+  if (dp_devices_.size() > 1) return data_parallel_forward(model_, x, dp_devices_, o_.precision);
+  return model_.forward(x);
+}
+
+void Stepper::train_step(const torch::Tensor& x, const torch::Tensor& y, int64_t n) {
+  namespace F = torch::nn::functional;
+  sgd_.zero_grad();
+  torch::Tensor loss;
+  {
+    AutocastScope autocast(device_.type(), o_.precision, /*cache=*/!o_.cuda_graph);
+    loss = F::cross_entropy(forward(prepare(x)), y,
+                            F::CrossEntropyFuncOptions().label_smoothing(o_.label_smoothing));
+  }
+  if (reducer_) reducer_->begin();
+  (scaler_ ? scaler_->scale(loss) : loss).backward();
+  // With DDP the gradient comes back averaged over the ranks (all-reduced during backward).
+  auto grad = reducer_ ? reducer_->finish() : sgd_.flat_grad();
+  if (scaler_) {
+    auto found_inf = scaler_->unscale_(grad);
+    sgd_.step(grad, found_inf);
+    scaler_->update(found_inf);
+  } else {
+    sgd_.step(grad);
+  }
+  loss_sum_.add_(loss.detach().to(torch::kFloat) * n);
+}
+
+void Stepper::eval_step(const torch::Tensor& x, const torch::Tensor& y) {
+  namespace F = torch::nn::functional;
+  torch::NoGradGuard no_grad;
+  torch::Tensor out;
+  {
+    AutocastScope autocast(device_.type(), o_.precision, /*cache=*/!o_.cuda_graph);
+    out = forward(prepare(x));
+  }
+  // Padding rows carry kPadLabel: no prediction equals it, and the loss ignores it.
+  const auto best = std::get<1>(out.topk(std::min<int64_t>(5, out.size(1)), 1));
+  const auto hit = best.eq(y.unsqueeze(1));
+  top1_.add_(hit.select(1, 0).sum());
+  top5_.add_(hit.any(1).sum());
+  eval_loss_sum_.add_(F::cross_entropy(out.to(torch::kFloat), y,
+                                       F::CrossEntropyFuncOptions().reduction(torch::kSum)));
+}
+
+}  // namespace faster::train

@@ -1,0 +1,90 @@
+// The training and evaluation steps of one run, for any registered model: input normalization,
+// autocast, cross-entropy (label smoothing in training), the fp16 grad scaler, DDP's bucketed
+// all-reduce or DataParallel, flat SGD with a device-side learning rate, an optional weight EMA,
+// and CUDA-graph capture of full-size batches.  The step never reads a device value on the host:
+// losses and top-1/top-5 counts accumulate in device tensors, read once per epoch.
+#pragma once
+
+#include <torch/types.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "faster/data/loader/loader.h"
+#include "faster/models/model.h"
+#include "faster/train/amp.h"
+#include "faster/train/ema.h"
+#include "faster/train/options.h"
+#include "faster/train/parallel/dist.h"
+#include "faster/train/parallel/grad_reducer.h"
+#include "faster/train/sgd.h"
+#include "faster/train/step_graph.h"
+
+namespace faster::train {
+
+// The epoch's sums, read once per epoch (and summed over the ranks of a DDP job).
+struct StepTotals {
+  double train_loss = 0;      // sum over training samples
+  double eval_loss = 0;       // sum over evaluated samples (cross-entropy without smoothing)
+  double top1 = 0, top5 = 0;  // correct predictions among the evaluated samples
+};
+
+class Stepper {
+ public:
+  // `norm`: the model's input normalization; `input_nhwc`: batches arrive as [n, h, w, c].
+  Stepper(models::Model model, const TrainOptions& o, torch::Device device, Dist* dist,
+          std::vector<torch::Device> dp_devices, const data::Normalization& norm, int channels,
+          bool input_nhwc);
+
+  models::Model& model() { return model_; }
+  FlatSgd& sgd() { return sgd_; }
+  GradScaler* scaler() { return scaler_ ? &*scaler_ : nullptr; }
+  WeightEma* ema() { return ema_ ? &*ema_ : nullptr; }
+
+  void set_lr(double lr) { sgd_.set_lr(lr); }
+  void start_epoch();
+  void train_batch(const data::Batch& b);
+  void eval_batch(const data::Batch& b);
+
+  // The epoch's sums as one device tensor [train loss, eval loss, top1, top5] (for all-reduce)...
+  torch::Tensor totals() const;
+  // ...and read back on the host (syncs).
+  static StepTotals read(const torch::Tensor& totals);
+  // The training loss summed so far this epoch (syncs; for progress lines).
+  double train_loss_so_far() const;
+
+  // Evaluation on the EMA weights (when there is an EMA): swaps them in, and back.
+  void swap_ema();
+
+ private:
+  using StepFn = std::function<void(const torch::Tensor&, const torch::Tensor&, int64_t)>;
+  struct Captured {
+    StepGraph graph;
+    torch::Tensor x, y;
+    std::vector<int64_t> shape;  // the images' shape it was captured for
+    int eager_steps = 0;
+  };
+
+  void run(const data::Batch& b, std::unique_ptr<Captured>& c, const StepFn& step);
+  torch::Tensor prepare(const torch::Tensor& x) const;
+  torch::Tensor forward(const torch::Tensor& x);
+  void train_step(const torch::Tensor& x, const torch::Tensor& y, int64_t n);
+  void eval_step(const torch::Tensor& x, const torch::Tensor& y);
+
+  const TrainOptions& o_;
+  torch::Device device_;
+  models::Model model_;
+  FlatSgd sgd_;
+  std::optional<GradScaler> scaler_;
+  std::optional<WeightEma> ema_;
+  std::unique_ptr<Captured> train_graph_, eval_graph_;
+  torch::Tensor mean_, std_;  // [1, C, 1, 1] float, of pixel values 0..255
+  bool input_nhwc_;
+  torch::Tensor loss_sum_, eval_loss_sum_, top1_, top5_;
+  std::vector<torch::Device> dp_devices_;
+  std::unique_ptr<GradReducer> reducer_;
+};
+
+}  // namespace faster::train

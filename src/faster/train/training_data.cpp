@@ -1,0 +1,101 @@
+// Opening and checking the training data.
+#include "faster/train/training_data.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "faster/core/error.h"
+#include "faster/data/sources/array_source.h"
+#include "faster/data/sources/folder_source.h"
+#include "faster/data/sources/lmdb_source.h"
+#include "faster/data/sources/open_source.h"
+
+namespace faster::train {
+namespace fs = std::filesystem;
+namespace {
+
+std::string join(const std::vector<std::string>& names, size_t max = 5) {
+  std::string s;
+  for (size_t i = 0; i < names.size() && i < max; ++i) s += (i ? ", " : "") + names[i];
+  if (names.size() > max) s += ", ... (" + std::to_string(names.size()) + " in all)";
+  return s;
+}
+
+// Every training class must have images: a class never seen cannot be learned, and an empty
+// folder is more often a mistake than a choice (torchvision refuses it too).
+void check_no_empty_class(const data::Source& train, const std::string& where) {
+  std::vector<int64_t> count(train.classes().size(), 0);
+  for (int64_t i = 0; i < train.size(); ++i) ++count[train.label(i)];
+  std::vector<std::string> empty;
+  for (size_t c = 0; c < count.size(); ++c)
+    if (count[c] == 0) empty.push_back(train.classes()[c]);
+  if (!empty.empty())
+    throw Error(where + ": class " + join(empty) + " has no training images",
+                "remove the empty class folder, or add its images");
+}
+
+// val's labels must mean train's classes: the same names in the same order.
+void check_same_classes(const data::Source& train, const data::Source& val,
+                        const std::string& train_where, const std::string& val_where) {
+  const auto& t = train.classes();
+  const auto& v = val.classes();
+  if (t == v) return;
+  std::vector<std::string> extra, missing;
+  for (const auto& c : v)
+    if (std::find(t.begin(), t.end(), c) == t.end()) extra.push_back(c);
+  for (const auto& c : t)
+    if (std::find(v.begin(), v.end(), c) == v.end()) missing.push_back(c);
+  if (!extra.empty())
+    FASTER_THROW(val_where, " has classes that ", train_where, " lacks: ", join(extra));
+  throw Error(val_where + " lacks classes of " + train_where + ": " + join(missing),
+              "a label is the class's position in the sorted list, so both splits need every "
+              "class (an empty folder will do for val)");
+}
+
+}  // namespace
+
+std::shared_ptr<const data::Source> open_split(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) FASTER_THROW("dataset ", path, " does not exist");
+  if (data::is_lmdb_path(path)) return std::make_shared<data::LmdbSource>(path);
+  return std::make_shared<data::FolderSource>(path, /*warn_empty=*/false);
+}
+
+TrainingData open_training_data(const std::string& data, const std::string& val_data,
+                                int64_t train_limit, int64_t val_limit) {
+  TrainingData d;
+  std::error_code ec;
+  const fs::path root(data);
+  const bool images = data::is_lmdb_path(root) || fs::is_directory(root / "train", ec);
+  if (!images) {
+    if (!val_data.empty())
+      FASTER_THROW("--val-data applies to JPEG datasets (", data, " is a small array dataset)");
+    auto tt = data::load_small_dataset(root);
+    tt.train.truncate(train_limit);
+    tt.test.truncate(val_limit);
+    d.train_arrays = std::make_shared<const data::ArrayDataset>(std::move(tt.train));
+    d.val_arrays = std::make_shared<const data::ArrayDataset>(std::move(tt.test));
+    d.train = std::make_shared<data::ArraySource>(d.train_arrays);
+    d.val = std::make_shared<data::ArraySource>(d.val_arrays);
+    d.classes = d.train->classes();
+    check_no_empty_class(*d.train, data);
+    return d;
+  }
+  if (train_limit > 0 || val_limit > 0)
+    FASTER_THROW("--train-limit and --test-limit apply to the small array datasets, not to ", data);
+  const std::string train_path =
+      data::is_lmdb_path(root) ? root.string() : (root / "train").string();
+  d.train = open_split(train_path);
+  std::string val_path = val_data;
+  if (val_path.empty() && !data::is_lmdb_path(root) && fs::exists(root / "val", ec))
+    val_path = (root / "val").string();
+  if (!val_path.empty()) d.val = open_split(val_path);
+  d.classes = d.train->classes();
+  if (d.classes.size() < 2)
+    FASTER_THROW(train_path, ": ", d.classes.size(), " class(es); training needs at least 2");
+  check_no_empty_class(*d.train, train_path);
+  if (d.val) check_same_classes(*d.train, *d.val, train_path, val_path);
+  return d;
+}
+
+}  // namespace faster::train
