@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "faster/core/error.h"
+#include "faster/data/sources/image_tree.h"
 #include "faster/tools/downscale.h"
 #include "faster/tools/file_io.h"
 #include "faster/tools/resize.h"
-#include "faster/tools/tree.h"
 #include "tools/tool_fixtures.h"
 
 namespace faster::test {
@@ -199,8 +199,7 @@ TEST(Resize, BadImagesAreReportedSkippedOrCopiedAndSetTheExitCode) {
       << again.output;
   const std::string rereport = read_file(t.tmp / "bad.tsv");
   EXPECT_NE(rereport.find("train/cat/truncated.JPEG\t"), std::string::npos) << rereport;
-  EXPECT_NE(rereport.find("train/dog/png.JPEG\tnot a JPEG: a PNG image\tcopied"),
-            std::string::npos)
+  EXPECT_NE(rereport.find("train/dog/png.JPEG\tnot a JPEG: a PNG image\tcopied"), std::string::npos)
       << rereport;
   EXPECT_NE(run_faster("resize --help").output.find("Exit codes: 0"), std::string::npos);
 }
@@ -218,7 +217,7 @@ TEST(Resize, WriteErrorsStopWithAClearErrorAndNoPartialFile) {
   EXPECT_NE(r.output.find("File too large"), std::string::npos) << r.output;
   for (const auto& f : all_files(t.dst)) {
     EXPECT_EQ(f.find(".faster-tmp"), std::string::npos) << f;
-    if (tools::has_jpeg_extension(f)) EXPECT_GT(decoded_size(t.dst / f).width, 0) << f;
+    if (data::has_jpeg_extension(f)) EXPECT_GT(decoded_size(t.dst / f).width, 0) << f;
   }
   // A file where a mirrored folder must go.
   TempDir other;

@@ -19,6 +19,7 @@
 #include "faster/core/log.h"
 #include "faster/core/progress.h"
 #include "faster/core/timer.h"
+#include "faster/data/sources/image_tree.h"
 #include "faster/tools/downscale.h"
 #include "faster/tools/file_io.h"
 #include "faster/tools/parallel.h"
@@ -66,7 +67,7 @@ void check_and_write_manifest(const ResizeOptions& o) {
 }
 
 // Creates the mirrored folders (parents first) and removes temporaries of an interrupted run.
-void prepare_destination(const ResizeOptions& o, const TreeListing& tree) {
+void prepare_destination(const ResizeOptions& o, const data::ImageTree& tree) {
   std::vector<fs::path> dirs{o.dst};
   for (const auto& d : tree.dirs) dirs.push_back(o.dst / d);
   for (const auto& dir : dirs) prepare_output_directory(dir);
@@ -126,7 +127,7 @@ void resize_one(const ResizeOptions& o, const std::string& rel, Worker& w, Tally
     return;
   }
   try {
-    read_whole_file(src, w.in);
+    data::read_regular_file(src, w.in);
   } catch (const Error& e) {  // unreadable: nothing to copy either
     t.add_bad(rel, e.what(), /*copied=*/false);
     return;
@@ -165,7 +166,7 @@ void validate(const ResizeOptions& o) {
 ResizeSummary resize_tree(const ResizeOptions& o) {
   validate(o);
   Timer timer;
-  const TreeListing tree = list_jpeg_tree(o.src);
+  const data::ImageTree tree = data::list_image_tree(o.src, /*skip_hidden=*/true);
   std::error_code ec;
   fs::create_directories(o.dst, ec);
   if (!fs::is_directory(o.dst))
@@ -177,20 +178,22 @@ ResizeSummary resize_tree(const ResizeOptions& o) {
   Tally tally;
   const fs::path report = o.report.empty() ? o.dst / kResizeReport : o.report;
   tally.copied_earlier = copied_bad_images(report);
-  const int64_t n = static_cast<int64_t>(tree.files.size());
+  for (const auto& entry : tree.not_files)  // never opened: reading a FIFO would wait forever
+    tally.add_bad(entry.path, "not a regular file (" + entry.kind + ")", /*copied=*/false);
+  const int64_t n = static_cast<int64_t>(tree.images.size());
   std::vector<Worker> workers(static_cast<size_t>(worker_count(o.workers, n)));
   {
     std::optional<Progress> progress;
     if (o.progress) progress.emplace("resize", n, "img");
     parallel_for(static_cast<int>(workers.size()), n, [&](int worker, int64_t i) {
-      resize_one(o, tree.files[static_cast<size_t>(i)], workers[static_cast<size_t>(worker)],
+      resize_one(o, tree.images[static_cast<size_t>(i)], workers[static_cast<size_t>(worker)],
                  tally);
       if (progress) progress->add();
     });
   }
 
   ResizeSummary s;
-  s.files = n;
+  s.files = n + static_cast<int64_t>(tree.not_files.size());
   s.downscaled = tally.downscaled, s.copied = tally.copied, s.up_to_date = tally.up_to_date;
   s.bad = static_cast<int64_t>(tally.bad.size());
   s.ignored = tree.ignored;
