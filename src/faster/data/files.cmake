@@ -15,6 +15,7 @@ list(APPEND FASTER_BASE_SOURCES
   # LMDB datasets: layout, handle owners, reader (written by tools/pack).
   src/faster/data/sources/lmdb_format.cpp
   src/faster/data/sources/lmdb_env.cpp
+  src/faster/data/sources/lmdb_check.cpp
   src/faster/data/sources/lmdb_source.cpp
   src/faster/data/sources/lmdb_writer.cpp
 )
