@@ -92,6 +92,30 @@ TEST(Resize, ReRunRedoesOnlyMissingDamagedOrOutdatedOutputs) {
   EXPECT_EQ(t.resize().up_to_date, 6);  // a third run has nothing left to do
 }
 
+// A source replaced by another image with an older time, as `cp -p` or `rsync -t` leave it, is
+// newer than nothing: its output must be made again.  So must one replaced by a file of another
+// size with the very same time.  The others stay up to date.
+TEST(Resize, ReplacedSourcesAreRedoneWhateverTheirTime) {
+  ResizeTree t;
+  t.resize();
+  const fs::path big = t.src / t.images[0].first, small = t.src / t.images[1].first;
+  const auto small_time = fs::last_write_time(small);
+  write_jpeg(t.src, t.images[0].first, 300, 600);  // was 400x300
+  fs::last_write_time(
+      big, fs::last_write_time(t.dst / t.images[0].first) - std::chrono::hours(24 * 365));
+  write_jpeg(t.src, t.images[1].first, 64, 80);  // was 96x200, copied as is
+  fs::last_write_time(small, small_time);
+  const tools::ResizeSummary s = t.resize();
+  EXPECT_EQ(s.downscaled, 1);
+  EXPECT_EQ(s.copied, 1);
+  EXPECT_EQ(s.up_to_date, 4);
+  const JpegSize redone = decoded_size(t.dst / t.images[0].first);
+  EXPECT_EQ(redone.width, 96);
+  EXPECT_EQ(redone.height, 192);
+  EXPECT_EQ(read_file(t.dst / t.images[1].first), read_file(small));
+  EXPECT_EQ(t.resize().up_to_date, 6);
+}
+
 TEST(Resize, KilledRunLeavesOnlyCompleteFilesAndResumes) {
   TempDir tmp;
   // Large images (a few ms each on one worker), so the kill lands in the middle of the run.
@@ -120,7 +144,7 @@ TEST(Resize, KilledRunLeavesOnlyCompleteFilesAndResumes) {
   EXPECT_NE(r.output.find(std::to_string(complete) + " up to date"), std::string::npos)
       << complete << "\n"
       << r.output;
-  EXPECT_EQ(all_files(tmp / "dst").size(), kImages + 2u);  // + manifest and report
+  EXPECT_EQ(all_files(tmp / "dst").size(), kImages + 3u);  // + manifest, report and state
 }
 
 TEST(Resize, RefusesDestinationInsideSourceAndTheReverse) {

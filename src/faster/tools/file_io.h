@@ -3,8 +3,11 @@
 // final name.  (Source images are read with data::read_regular_file.)
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,8 +20,10 @@ bool is_temp_name(const std::string& file_name);
 
 // Writes `size` bytes to `final_path` atomically (temp + rename).  On failure the temporary is
 // removed, whatever was under final_path before is untouched, and faster::Error names the path
-// and the system's reason (for example "No space left on device").
-void write_file_atomic(const std::filesystem::path& final_path, const uint8_t* data, size_t size);
+// and the system's reason (for example "No space left on device").  `before_rename`, if given,
+// sees the complete temporary's stat just before the rename (an exception from it cancels).
+void write_file_atomic(const std::filesystem::path& final_path, const uint8_t* data, size_t size,
+                       const std::function<void(const struct stat&)>& before_rename = {});
 inline void write_file_atomic(const std::filesystem::path& final_path, const std::string& text) {
   write_file_atomic(final_path, reinterpret_cast<const uint8_t*>(text.data()), text.size());
 }

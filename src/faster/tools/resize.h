@@ -47,5 +47,7 @@ std::string format_summary(const ResizeSummary& summary, bool copy_bad);
 // Where resize keeps its options, to refuse a re-run with different ones into the same folder.
 constexpr const char* kResizeManifest = ".faster-resize.json";
 constexpr const char* kResizeReport = ".faster-resize-report.tsv";
+// What each output was made from (tools/resize_state.h), to redo exactly the changed ones.
+constexpr const char* kResizeState = ".faster-resize-state.tsv";
 
 }  // namespace faster::tools
