@@ -1,10 +1,15 @@
-// Trees that hung or looped `faster load`, `pack` and `resize` (issue 16), through the program with
-// a time limit: directory links back up the tree and into another class, and a FIFO, a socket
-// (and a device node where the tests may make one) named like images.  Each command must finish,
-// see each of the five images once, and name what it left out.
+// Trees that hung, looped or blew up `faster load`, `pack` and `resize` (issue 16), through the
+// program with a time limit: directory links back up the tree and into another class, and a FIFO,
+// a socket (and a device node where the tests may make one) named like images; each command must
+// finish, see each of the five images once, and name what it left out.  And files whose headers
+// claim 9999x9999 pixels over tens of KB, which must cost `load` no memory.
 #include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -105,6 +110,66 @@ TEST(OddTrees, ResizeMirrorsEachImageOnceAndReportsWhatIsNotAFile) {
       << report;
   EXPECT_NE(report.find("a/socket.jpg\tnot a regular file (a socket)\tskipped"), std::string::npos)
       << report;
+}
+
+struct Measured {
+  int exit_code = -1;
+  std::string output;
+  double seconds = 0;
+  long max_rss_kb = 0;
+};
+
+// Runs a shell command as a child of its own, for its peak memory (wait4's rusage).
+Measured run_measured(const std::string& command, const fs::path& log) {
+  const std::string line = command + " > '" + log.string() + "' 2>&1";
+  const char* argv[] = {"/bin/sh", "-c", line.c_str(), nullptr};
+  Measured m;
+  const auto start = std::chrono::steady_clock::now();
+  pid_t pid;
+  if (posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) != 0)
+    return m;
+  int status = 0;
+  rusage usage{};
+  ::wait4(pid, &status, 0, &usage);
+  m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  m.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  m.max_rss_kb = usage.ru_maxrss;
+  m.output = read_file(log);
+  return m;
+}
+
+// Eight headers claiming 9999x9999 pixels over tens of KB of data (under the 100 MP cap) cost
+// `load` 2.9 s and 449 MB before they failed, and the loader kept some as images.  Now each is a
+// bad image refused before anything is allocated: counted exactly, with the memory of a run
+// without them.
+TEST(OddTrees, LoadRefusesForgedHugeHeadersWithoutTheirMemory) {
+  TempDir tmp;
+  data::JpegEncodeOptions q98;
+  q98.quality = 98;
+  const auto good = make_jpeg(200, 150);
+  for (const char* tree : {"forged", "control"})
+    for (int i = 0; i < 8; ++i) {
+      const std::string name = std::to_string(i) + ".jpg";
+      fs::create_directories(tmp / tree / "a");
+      fs::create_directories(tmp / tree / "b");
+      if (i < 4) write_file(tmp / tree / "b" / name, to_string(good));
+      auto bytes = std::string(tree) == "forged" ? make_jpeg(480, 360, 3, q98) : good;
+      if (std::string(tree) == "forged") patch_dimensions(bytes, 9999, 9999);
+      write_file(tmp / tree / "a" / name, to_string(bytes));
+    }
+  const auto load = [&](const char* tree) {
+    return run_measured(std::string(kLimit) + FASTER_BIN + " load " + quoted(tmp / tree) +
+                            " --epochs 1 --batch 2 --workers 2 --warmup 0 --size 64",
+                        tmp / "log");
+  };
+  const Measured control = load("control"), forged = load("forged");
+  ASSERT_EQ(control.exit_code, 0) << control.output;
+  ASSERT_EQ(forged.exit_code, 0) << forged.output;
+  EXPECT_NE(control.output.find("bad images skipped: 0"), std::string::npos) << control.output;
+  EXPECT_NE(forged.output.find("bad images skipped: 8"), std::string::npos) << forged.output;
+  EXPECT_LT(forged.max_rss_kb - control.max_rss_kb, 32 * 1024)
+      << forged.max_rss_kb << " KB against " << control.max_rss_kb << " KB without them";
+  EXPECT_LT(forged.seconds, control.seconds + 1.0);
 }
 
 }  // namespace
