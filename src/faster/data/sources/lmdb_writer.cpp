@@ -25,15 +25,18 @@ namespace {
   const std::string file = (dir / "data.mdb").string();
   struct stat st;
   const uint64_t size = ::stat(file.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
-  struct rlimit limit;
-  if (code == EFBIG || (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
-                        size + wanted > limit.rlim_cur))
+  struct rlimit limit {};
+  const bool limited = ::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
+  if (limited && (code == EFBIG || size + wanted > limit.rlim_cur))
     throw LmdbError(code,
                     detail::concat("cannot write ", file, ": the file size limit (ulimit -f) of ",
                                    limit.rlim_cur, " bytes is reached"),
                     "raise the limit ('ulimit -f unlimited') and pack again");
-  if (code == EDQUOT)
-    throw LmdbError(code, detail::concat("cannot write ", file, ": disk quota exceeded"),
+  if (code == EDQUOT || code == EFBIG)
+    throw LmdbError(code,
+                    detail::concat("cannot write ", file, ": ",
+                                   code == EDQUOT ? "disk quota exceeded"
+                                                  : "file too large for its file system"),
                     "free some space, or choose an --out on another file system");
   struct statvfs fs_stat;
   const fs::path where = fs::absolute(dir).parent_path();
