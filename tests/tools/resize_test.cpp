@@ -92,9 +92,9 @@ TEST(Resize, ReRunRedoesOnlyMissingDamagedOrOutdatedOutputs) {
   EXPECT_EQ(t.resize().up_to_date, 6);  // a third run has nothing left to do
 }
 
-// A source replaced by another image with an older time, as `cp -p` or `rsync -t` leave it, is
-// newer than nothing: its output must be made again.  So must one replaced by a file of another
-// size with the very same time.  The others stay up to date.
+// A source replaced by another image with an older time, as `cp -p` or `rsync -t` leave it, looks
+// older than its output, which must still be made again.  So must the output of one replaced by a
+// file of another size with the very same time.  The others stay up to date.
 TEST(Resize, ReplacedSourcesAreRedoneWhateverTheirTime) {
   ResizeTree t;
   t.resize();
