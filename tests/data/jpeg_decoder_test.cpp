@@ -193,7 +193,7 @@ TEST(JpegDecoder, RefusesDecompressionBomb) {
 // claimed size before the data ran out (issue 16: 8 such files cost `load` 2.9 s and 449 MB).  A
 // scan too short for the blocks its header claims is refused by open(), before any allocation.
 TEST(JpegDecoder, RefusesHeadersClaimingMoreBlocksThanTheDataHolds) {
-  const auto start = std::chrono::steady_clock::now();
+  double open_ms = 0;
   for (int channels : {1, 3})
     for (bool progressive : {false, true}) {
       JpegEncodeOptions opts;
@@ -203,6 +203,7 @@ TEST(JpegDecoder, RefusesHeadersClaimingMoreBlocksThanTheDataHolds) {
       ASSERT_GT(jpeg.size(), 50'000u);  // tens of KB, as in the issue
       test::patch_dimensions(jpeg, 9999, 9999);
       JpegDecoder decoder;
+      const auto start = std::chrono::steady_clock::now();
       try {
         decoder.open(jpeg.data(), jpeg.size());
         ADD_FAILURE() << "opened " << channels << " channels, progressive " << progressive;
@@ -213,10 +214,11 @@ TEST(JpegDecoder, RefusesHeadersClaimingMoreBlocksThanTheDataHolds) {
                   std::string::npos)
             << e.what();
       }
+      open_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                     .count();
     }
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LT(ms, 100.0);  // the encodes included: nothing image-sized is allocated
+  // Headers only (microseconds each): nothing image-sized was allocated or zeroed.
+  EXPECT_LT(open_ms, 40.0);
 }
 
 // The bound is a true lower bound: with optimized Huffman tables a flat image spends exactly one

@@ -9,7 +9,6 @@
 #include <sys/wait.h>
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -115,7 +114,6 @@ TEST(OddTrees, ResizeMirrorsEachImageOnceAndReportsWhatIsNotAFile) {
 struct Measured {
   int exit_code = -1;
   std::string output;
-  double seconds = 0;
   long max_rss_kb = 0;
 };
 
@@ -124,14 +122,12 @@ Measured run_measured(const std::string& command, const fs::path& log) {
   const std::string line = command + " > '" + log.string() + "' 2>&1";
   const char* argv[] = {"/bin/sh", "-c", line.c_str(), nullptr};
   Measured m;
-  const auto start = std::chrono::steady_clock::now();
   pid_t pid;
   if (posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) != 0)
     return m;
   int status = 0;
   rusage usage{};
   ::wait4(pid, &status, 0, &usage);
-  m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   m.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   m.max_rss_kb = usage.ru_maxrss;
   m.output = read_file(log);
@@ -169,7 +165,8 @@ TEST(OddTrees, LoadRefusesForgedHugeHeadersWithoutTheirMemory) {
   EXPECT_NE(forged.output.find("bad images skipped: 8"), std::string::npos) << forged.output;
   EXPECT_LT(forged.max_rss_kb - control.max_rss_kb, 32 * 1024)
       << forged.max_rss_kb << " KB against " << control.max_rss_kb << " KB without them";
-  EXPECT_LT(forged.seconds, control.seconds + 1.0);
+  // Time is bounded by the 60 s limit only: how quickly each file is refused is the decoder's
+  // test (JpegDecoder.RefusesHeadersClaimingMoreBlocksThanTheDataHolds), free of machine load.
 }
 
 }  // namespace
