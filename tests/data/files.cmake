@@ -5,9 +5,11 @@ list(APPEND FASTER_BASE_TEST_SOURCES
   data/jpeg_decoder_test.cpp
   data/resample_test.cpp
   data/crop_params_test.cpp
+  data/image_tree_test.cpp
   data/folder_source_test.cpp
   data/lmdb_format_test.cpp
   data/lmdb_source_test.cpp
+  data/lmdb_damage_test.cpp
 )
 list(APPEND FASTER_TORCH_TEST_SOURCES data/image_loader_test.cpp)
 # GPU decoding: compiled with CUDA, run on the GPU machine (skipped where no GPU is visible).

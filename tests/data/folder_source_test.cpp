@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "data/odd_entries.h"
 #include "faster/core/error.h"
 #include "faster/data/sources/folder_source.h"
 #include "support/test_support.h"
@@ -99,12 +100,34 @@ TEST(FolderSource, UnreadableEntries) {
   EXPECT_EQ(sample.bytes.size(), 1u);
 }
 
-TEST(FolderSource, JpegExtensions) {
-  EXPECT_TRUE(has_jpeg_extension("a.JPEG"));
-  EXPECT_TRUE(has_jpeg_extension("a.b.jpg"));
-  EXPECT_FALSE(has_jpeg_extension("jpg"));
-  EXPECT_FALSE(has_jpeg_extension("a.jpg.png"));
-  EXPECT_FALSE(has_jpeg_extension("a.jfif"));
+// The walk the loader and pack share (image_tree.h): a link back up the tree, one to the folder
+// itself and one from class b into class a give every image once, with its own class; a class
+// folder that links to another one stays, empty; a FIFO, a socket (and a device node where the
+// tests may make one) named like images are left out and reported, never opened.
+TEST(FolderSource, OddTreeGivesEachImageOnceAndLeavesOutWhatIsNotAFile) {
+  test::TempDir t;
+  for (const char* f : {"a/1.jpg", "a/2.jpg", "a/sub/3.jpg", "b/4.jpg", "stray.jpg"}) touch(t / f);
+  fs::create_directory_symlink("..", t / "a/up");
+  fs::create_directory_symlink(".", t / "a/self");
+  fs::create_directory_symlink("../a", t / "b/to_a");
+  fs::create_directory_symlink("a", t / "c");
+  const test::OddEntries odd = test::make_odd_entries(t / "a");
+  FolderSource s(t.path(), false);
+  EXPECT_EQ(s.classes(), (std::vector<std::string>{"a", "b", "c"}));
+  ASSERT_EQ(s.size(), 4);
+  std::vector<std::string> names;
+  for (int64_t i = 0; i < s.size(); ++i) names.push_back(s.name(i));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{(t / "a/1.jpg").string(), (t / "a/2.jpg").string(),
+                                      (t / "a/sub/3.jpg").string(), (t / "b/4.jpg").string()}));
+  EXPECT_EQ(s.label(2), 0);
+  EXPECT_EQ(s.label(3), 1);
+  EXPECT_EQ(s.empty_classes(), std::vector<std::string>{"c"});
+  std::vector<std::string> left_out;
+  for (const auto& e : s.not_files()) left_out.push_back(e.path + " " + e.kind);
+  std::vector<std::string> expected = {"a/fifo.JPEG a FIFO", "a/socket.jpg a socket"};
+  if (odd.device) expected.insert(expected.begin(), "a/device.jpeg a character device");
+  EXPECT_EQ(left_out, expected);
 }
 
 }  // namespace

@@ -189,6 +189,57 @@ TEST(JpegDecoder, RefusesDecompressionBomb) {
   }
 }
 
+// 9999x9999 is under the pixel cap, so a small file claiming it got as far as allocating for the
+// claimed size before the data ran out (issue 16: 8 such files cost `load` 2.9 s and 449 MB).  A
+// scan too short for the blocks its header claims is refused by open(), before any allocation.
+TEST(JpegDecoder, RefusesHeadersClaimingMoreBlocksThanTheDataHolds) {
+  double open_ms = 0;
+  for (int channels : {1, 3})
+    for (bool progressive : {false, true}) {
+      JpegEncodeOptions opts;
+      opts.progressive = progressive;
+      opts.quality = 98;
+      auto jpeg = make_jpeg(480, 360, channels, opts);
+      ASSERT_GT(jpeg.size(), 50'000u);  // tens of KB, as in the issue
+      test::patch_dimensions(jpeg, 9999, 9999);
+      JpegDecoder decoder;
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        decoder.open(jpeg.data(), jpeg.size());
+        ADD_FAILURE() << "opened " << channels << " channels, progressive " << progressive;
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("claims 9999x9999 pixels"), std::string::npos)
+            << e.what();
+        EXPECT_NE(std::string(e.what()).find("the file has " + std::to_string(jpeg.size())),
+                  std::string::npos)
+            << e.what();
+      }
+      open_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                     .count();
+    }
+  // Headers only (microseconds each): nothing image-sized was allocated or zeroed.
+  EXPECT_LT(open_ms, 40.0);
+}
+
+// The bound is a true lower bound: with optimized Huffman tables a flat image spends exactly one
+// bit on each block's DC and one on its end-of-block, and still opens and decodes.
+TEST(JpegDecoder, FlatImagesAtTheMinimumBitsPerBlockDecode) {
+  ImageBuffer flat, out;
+  flat.reshape(1024, 1024, 3);
+  for (int y = 0; y < 1024; ++y) std::fill(flat.row(y), flat.row(y) + 3 * 1024, uint8_t{128});
+  for (bool progressive : {false, true}) {
+    JpegEncodeOptions opts;
+    opts.optimize_huffman = true;
+    opts.progressive = progressive;
+    std::vector<uint8_t> jpeg;
+    JpegEncoder().encode(flat.view(), opts, jpeg);
+    EXPECT_LT(jpeg.size(), 10'000u) << progressive;  // about 2 bits for each of 24576 blocks
+    JpegDecoder decoder;
+    decoder.decode_all(jpeg.data(), jpeg.size(), out);
+    EXPECT_EQ(out.width(), 1024);
+  }
+}
+
 TEST(JpegEncoder, ReusesOutputAndRoundTrips) {
   ImageBuffer img, out;
   test::photo(120, 80, img);

@@ -103,7 +103,7 @@ PixelError check_split(const fs::path& split_dir, const data::ArrayDataset& ds, 
         want.push_back(tools::export_file_name(i, full_count));
     EXPECT_EQ(all_files(split_dir / folders[label]), want) << folders[label];
   }
-  const data::FolderSource source(split_dir, /*warn_empty=*/false);
+  const data::FolderSource source(split_dir, /*warn=*/false);
   EXPECT_EQ(source.classes(), folders);
   EXPECT_EQ(source.size(), ds.n);
   PixelError e;

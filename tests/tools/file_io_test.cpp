@@ -1,4 +1,4 @@
-// The tools' building blocks: atomic writes, tree listing, the nesting check, the parallel loop.
+// The tools' building blocks: atomic writes, the nesting check, the parallel loop.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -50,19 +50,6 @@ TEST(FileIo, FailedWriteKeepsTheOldFileAndNamesThePath) {
   }
 }
 
-TEST(FileIo, ReadWholeFileReusesTheBuffer) {
-  TempDir tmp;
-  test::write_file(tmp / "a", std::string(1000, 'a'));
-  test::write_file(tmp / "b", "bb");
-  std::vector<uint8_t> buf;
-  read_whole_file(tmp / "a", buf);
-  EXPECT_EQ(buf.size(), 1000u);
-  read_whole_file(tmp / "b", buf);
-  EXPECT_EQ(std::string(buf.begin(), buf.end()), "bb");
-  EXPECT_GE(buf.capacity(), 1000u);
-  EXPECT_THROW(read_whole_file(tmp / "none", buf), Error);
-}
-
 // A nested tree goes, a link inside it is removed without following it, a missing path is fine.
 TEST(FileIo, RemoveTreeRemovesEverythingButWhatLinksPointTo) {
   TempDir tmp;
@@ -79,23 +66,6 @@ TEST(FileIo, RemoveTreeRemovesEverythingButWhatLinksPointTo) {
   test::write_file(tmp / "file", "z");
   remove_tree(tmp / "file");
   EXPECT_FALSE(fs::exists(tmp / "file"));
-}
-
-TEST(Tree, ListsJpegsAtAnyDepthSortedWithoutHiddenEntries) {
-  TempDir tmp;
-  for (const char* f : {"b/2.jpg", "a/x/y/1.JPEG", "a/0.jpeg", "top.JPG", "a/notes.txt",
-                        ".hidden/3.jpg", "a/.4.jpg.faster-tmp"})
-    fs::create_directories((tmp / f).parent_path()), test::write_file(tmp / f, "x");
-  TempDir other;
-  test::write_file(other / "5.jpg", "x");
-  fs::create_directory_symlink(other.path(), tmp / "linked");  // followed
-  fs::create_directory_symlink(tmp.path(), tmp / "a/x/loop");  // a cycle: entered once
-  const TreeListing t = list_jpeg_tree(tmp.path());
-  EXPECT_EQ(t.files, (std::vector<std::string>{"a/0.jpeg", "a/x/y/1.JPEG", "b/2.jpg",
-                                               "linked/5.jpg", "top.JPG"}));
-  EXPECT_EQ(t.dirs, (std::vector<std::string>{"a", "a/x", "a/x/y", "b", "linked"}));
-  EXPECT_EQ(t.ignored, 2);  // notes.txt and the loop
-  EXPECT_THROW(list_jpeg_tree(tmp / "a/notes.txt"), Error);
 }
 
 TEST(Tree, RefusesSameOrNestedTreesEitherWay) {

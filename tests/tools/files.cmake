@@ -5,5 +5,6 @@ list(APPEND FASTER_BASE_TEST_SOURCES
   tools/downscale_test.cpp
   tools/resize_test.cpp
   tools/pack_test.cpp
+  tools/odd_trees_test.cpp
 )
 list(APPEND FASTER_BASE_TEST_SOURCES tools/export_test.cpp)

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "faster/core/error.h"
+#include "faster/data/sources/image_tree.h"
 #include "faster/tools/downscale.h"
 #include "faster/tools/file_io.h"
 #include "faster/tools/resize.h"
-#include "faster/tools/tree.h"
 #include "tools/tool_fixtures.h"
 
 namespace faster::test {
@@ -92,6 +92,30 @@ TEST(Resize, ReRunRedoesOnlyMissingDamagedOrOutdatedOutputs) {
   EXPECT_EQ(t.resize().up_to_date, 6);  // a third run has nothing left to do
 }
 
+// A source replaced by another image with an older time, as `cp -p` or `rsync -t` leave it, looks
+// older than its output, which must still be made again.  So must the output of one replaced by a
+// file of another size with the very same time.  The others stay up to date.
+TEST(Resize, ReplacedSourcesAreRedoneWhateverTheirTime) {
+  ResizeTree t;
+  t.resize();
+  const fs::path big = t.src / t.images[0].first, small = t.src / t.images[1].first;
+  const auto small_time = fs::last_write_time(small);
+  write_jpeg(t.src, t.images[0].first, 300, 600);  // was 400x300
+  fs::last_write_time(
+      big, fs::last_write_time(t.dst / t.images[0].first) - std::chrono::hours(24 * 365));
+  write_jpeg(t.src, t.images[1].first, 64, 80);  // was 96x200, copied as is
+  fs::last_write_time(small, small_time);
+  const tools::ResizeSummary s = t.resize();
+  EXPECT_EQ(s.downscaled, 1);
+  EXPECT_EQ(s.copied, 1);
+  EXPECT_EQ(s.up_to_date, 4);
+  const JpegSize redone = decoded_size(t.dst / t.images[0].first);
+  EXPECT_EQ(redone.width, 96);
+  EXPECT_EQ(redone.height, 192);
+  EXPECT_EQ(read_file(t.dst / t.images[1].first), read_file(small));
+  EXPECT_EQ(t.resize().up_to_date, 6);
+}
+
 TEST(Resize, KilledRunLeavesOnlyCompleteFilesAndResumes) {
   TempDir tmp;
   // Large images (a few ms each on one worker), so the kill lands in the middle of the run.
@@ -120,7 +144,7 @@ TEST(Resize, KilledRunLeavesOnlyCompleteFilesAndResumes) {
   EXPECT_NE(r.output.find(std::to_string(complete) + " up to date"), std::string::npos)
       << complete << "\n"
       << r.output;
-  EXPECT_EQ(all_files(tmp / "dst").size(), kImages + 2u);  // + manifest and report
+  EXPECT_EQ(all_files(tmp / "dst").size(), kImages + 3u);  // + manifest, report and state
 }
 
 TEST(Resize, RefusesDestinationInsideSourceAndTheReverse) {
@@ -199,8 +223,7 @@ TEST(Resize, BadImagesAreReportedSkippedOrCopiedAndSetTheExitCode) {
       << again.output;
   const std::string rereport = read_file(t.tmp / "bad.tsv");
   EXPECT_NE(rereport.find("train/cat/truncated.JPEG\t"), std::string::npos) << rereport;
-  EXPECT_NE(rereport.find("train/dog/png.JPEG\tnot a JPEG: a PNG image\tcopied"),
-            std::string::npos)
+  EXPECT_NE(rereport.find("train/dog/png.JPEG\tnot a JPEG: a PNG image\tcopied"), std::string::npos)
       << rereport;
   EXPECT_NE(run_faster("resize --help").output.find("Exit codes: 0"), std::string::npos);
 }
@@ -218,7 +241,7 @@ TEST(Resize, WriteErrorsStopWithAClearErrorAndNoPartialFile) {
   EXPECT_NE(r.output.find("File too large"), std::string::npos) << r.output;
   for (const auto& f : all_files(t.dst)) {
     EXPECT_EQ(f.find(".faster-tmp"), std::string::npos) << f;
-    if (tools::has_jpeg_extension(f)) EXPECT_GT(decoded_size(t.dst / f).width, 0) << f;
+    if (data::has_jpeg_extension(f)) EXPECT_GT(decoded_size(t.dst / f).width, 0) << f;
   }
   // A file where a mirrored folder must go.
   TempDir other;

@@ -21,7 +21,8 @@ void add_resize(CLI::App& root, int& exit_code) {
       "resize",
       "Mirror a tree of JPEGs with every image's smaller edge at most --max-size: larger images "
       "are downscaled (area filter, aspect kept) and re-encoded, the others copied byte for "
-      "byte.  Re-running resumes: outputs newer than their source are kept.");
+      "byte.  Re-running resumes: an output is kept while its source keeps the size and time it "
+      "had when the output was made (recorded in DST/.faster-resize-state.tsv).");
   cmd->add_option("--src", flags->src, "Source tree (read only, never modified)")->required();
   cmd->add_option("--dst", flags->dst, "Destination tree (outside --src)")->required();
   cmd->add_option("--max-size", o.max_size, "Smaller edge of the downscaled images, in pixels")

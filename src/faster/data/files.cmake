@@ -9,12 +9,14 @@ list(APPEND FASTER_BASE_SOURCES
   src/faster/data/augment/resample.cpp
   src/faster/data/augment/crop_params.cpp
   src/faster/data/augment/store.cpp
+  src/faster/data/sources/image_tree.cpp
   src/faster/data/sources/folder_source.cpp
   src/faster/data/sources/open_source.cpp
   src/faster/data/sources/page_cache.cpp
   # LMDB datasets: layout, handle owners, reader (written by tools/pack).
   src/faster/data/sources/lmdb_format.cpp
   src/faster/data/sources/lmdb_env.cpp
+  src/faster/data/sources/lmdb_check.cpp
   src/faster/data/sources/lmdb_source.cpp
   src/faster/data/sources/lmdb_writer.cpp
 )

@@ -60,26 +60,8 @@ bool is_temp_name(const std::string& name) {
          name.compare(name.size() - n, n, kTempSuffix) == 0;
 }
 
-void read_whole_file(const fs::path& path, std::vector<uint8_t>& out, struct stat* st) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) FASTER_THROW("cannot open ", path.string(), ": ", errno_text(errno));
-  struct stat local;
-  if (!st) st = &local;
-  if (::fstat(fd.get(), st) != 0)
-    FASTER_THROW("cannot stat ", path.string(), ": ", errno_text(errno));
-  out.resize(static_cast<size_t>(st->st_size));
-  size_t got = 0;
-  while (got < out.size()) {
-    const ssize_t n = ::read(fd.get(), out.data() + got, out.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) FASTER_THROW("cannot read ", path.string(), ": ", errno_text(errno));
-    if (n == 0) break;  // the file shrank while we read it
-    got += static_cast<size_t>(n);
-  }
-  out.resize(got);
-}
-
-void write_file_atomic(const fs::path& final_path, const uint8_t* data, size_t size) {
+void write_file_atomic(const fs::path& final_path, const uint8_t* data, size_t size,
+                       const std::function<void(const struct stat&)>& before_rename) {
   const fs::path temp = temp_path_for(final_path);
   // A leftover temporary (or anything planted under its name) is removed rather than followed.
   ::unlink(temp.c_str());
@@ -87,8 +69,12 @@ void write_file_atomic(const fs::path& final_path, const uint8_t* data, size_t s
   if (fd.get() < 0) FASTER_THROW("cannot write ", final_path.string(), ": ", errno_text(errno));
   try {
     write_all(fd.get(), data, size, final_path);
+    struct stat st;
+    if (before_rename && ::fstat(fd.get(), &st) != 0)
+      FASTER_THROW("cannot stat ", temp.string(), ": ", errno_text(errno));
     if (fd.close() != 0)
       FASTER_THROW("cannot write ", final_path.string(), ": ", errno_text(errno));
+    if (before_rename) before_rename(st);
     if (::rename(temp.c_str(), final_path.c_str()) != 0)
       FASTER_THROW("cannot rename ", temp.string(), " to ", final_path.filename().string(), ": ",
                    errno_text(errno));

@@ -1,12 +1,13 @@
-// File reading and atomic writing for the dataset tools: whole files into reused buffers, and
-// writes that go to a hidden temporary name beside the target and are renamed into place, so a
-// crash, Ctrl-C or full disk never leaves a half-written file under a final name.
+// Atomic writing for the dataset tools: writes go to a hidden temporary name beside the target and
+// are renamed into place, so a crash, Ctrl-C or full disk never leaves a half-written file under a
+// final name.  (Source images are read with data::read_regular_file.)
 #pragma once
 
 #include <sys/stat.h>
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,15 +18,12 @@ std::filesystem::path temp_path_for(const std::filesystem::path& final_path);
 // Whether a directory entry is a temporary left by an interrupted write.
 bool is_temp_name(const std::string& file_name);
 
-// Reads the whole file into `out` (capacity reused); fills `st` from the open file.
-// Throws faster::Error naming the path.
-void read_whole_file(const std::filesystem::path& path, std::vector<uint8_t>& out,
-                     struct stat* st = nullptr);
-
 // Writes `size` bytes to `final_path` atomically (temp + rename).  On failure the temporary is
 // removed, whatever was under final_path before is untouched, and faster::Error names the path
-// and the system's reason (for example "No space left on device").
-void write_file_atomic(const std::filesystem::path& final_path, const uint8_t* data, size_t size);
+// and the system's reason (for example "No space left on device").  `before_rename`, if given,
+// sees the complete temporary's stat just before the rename (an exception from it cancels).
+void write_file_atomic(const std::filesystem::path& final_path, const uint8_t* data, size_t size,
+                       const std::function<void(const struct stat&)>& before_rename = {});
 inline void write_file_atomic(const std::filesystem::path& final_path, const std::string& text) {
   write_file_atomic(final_path, reinterpret_cast<const uint8_t*>(text.data()), text.size());
 }
@@ -46,9 +44,9 @@ void prepare_output_directory(const std::filesystem::path& dir);
 bool ends_with_jpeg_eoi(const std::filesystem::path& path, int64_t size);
 
 // Removes a file or a whole directory tree (symbolic links are removed, never followed); errors
-// are ignored (clean-up paths).  Not std::filesystem::remove_all: LibTorch 2.x's libtorch.so exports
-// its own copy of that symbol, and a call bound to it crashed (a jump to address 0, seen with
-// LibTorch 2.11 on the GPU machine).
+// are ignored (clean-up paths).  Not std::filesystem::remove_all: LibTorch 2.x's libtorch.so
+// exports its own copy of that symbol, and a call bound to it crashed (a jump to address 0, seen
+// with LibTorch 2.11 on the GPU machine).
 void remove_tree(const std::filesystem::path& path) noexcept;
 
 // fsyncs a directory, so that renames in it survive a power loss.

@@ -7,6 +7,7 @@ list(APPEND FASTER_BASE_SOURCES
   src/faster/tools/file_io.cpp
   src/faster/tools/tree.cpp
   src/faster/tools/downscale.cpp
+  src/faster/tools/resize_state.cpp
   src/faster/tools/resize.cpp
   src/faster/tools/pack.cpp
   src/faster/tools/pack_verify.cpp

@@ -261,6 +261,10 @@ PackSummary pack_folder(const PackOptions& o) {
   s.classes = static_cast<int64_t>(source.classes().size());
   const int workers = worker_count(o.workers, s.files);
   write_all(o, source, workers, writer, s);
+  // Entries named like images that are not files were never opened (FolderSource warned).
+  for (const auto& entry : source.not_files())
+    s.bad_images.push_back({entry.path, "not a regular file (" + entry.kind + ")"});
+  s.files += static_cast<int64_t>(source.not_files().size());
   s.bad = static_cast<int64_t>(s.bad_images.size());
   s.packed = s.files - s.bad;
   writer.finish(make_metadata(o, source, s));

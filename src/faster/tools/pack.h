@@ -39,12 +39,14 @@ struct VerifyReport {
   int64_t records = 0, expected = 0, classes = 0, image_bytes = 0;
   int64_t damaged = 0;                // records that fail a check
   std::vector<std::string> problems;  // one line each, the first kMaxProblems
-  bool ok() const { return problems.empty() && damaged == 0; }
+  std::string damaged_pages;          // LMDB's own pages are damaged: nothing else was read
+  bool ok() const { return problems.empty() && damaged == 0 && damaged_pages.empty(); }
 };
 
-// Checks the metadata, that the keys are exactly records 0..count-1, and that every record's
-// checksum matches, its label names a class and its image decodes.  Throws faster::Error only when
-// `db` cannot be opened as an LMDB database at all; damage is reported, not thrown.
+// Checks LMDB's pages (data::LmdbEnv::open_read_only), the metadata, that the keys are exactly
+// records 0..count-1, and that every record's checksum matches, its label names a class and its
+// image decodes.  Throws faster::Error only when `db` is not an LMDB database at all, or a
+// truncated one; damage is reported, not thrown.
 VerifyReport verify_database(const std::filesystem::path& db, int workers, bool progress);
 std::string format_report(const VerifyReport& report, const std::filesystem::path& db);
 

@@ -1,5 +1,6 @@
 // `faster pack --verify`: re-reads a packed database and lists everything that does not hold up.
-// It walks the raw keys itself instead of opening an LmdbSource, which stops at the first problem.
+// It walks the raw keys itself instead of opening an LmdbSource, which stops at the first problem;
+// damaged LMDB pages end the check at once (LMDB would crash on them).
 #include <cstdio>
 #include <mutex>
 #include <optional>
@@ -7,6 +8,7 @@
 #include "faster/core/error.h"
 #include "faster/core/progress.h"
 #include "faster/data/decode/jpeg_decoder.h"
+#include "faster/data/sources/lmdb_check.h"
 #include "faster/data/sources/lmdb_env.h"
 #include "faster/data/sources/lmdb_format.h"
 #include "faster/tools/pack.h"
@@ -96,7 +98,15 @@ void check_record(const Record& rec, int64_t classes, data::JpegDecoder& decoder
 }  // namespace
 
 VerifyReport verify_database(const fs::path& db, int workers, bool progress) {
-  data::LmdbEnv env = data::LmdbEnv::open_read_only(db);
+  std::optional<data::LmdbEnv> opened;
+  try {
+    opened.emplace(data::LmdbEnv::open_read_only(db));
+  } catch (const data::LmdbDamage& e) {  // LMDB cannot be trusted with anything in it
+    VerifyReport r;
+    r.damaged_pages = e.damage();
+    return r;
+  }
+  const data::LmdbEnv& env = *opened;
   data::LmdbTxn txn(env, true);
   Findings f;
   const auto meta = read_metadata(txn, env.path(), f);
@@ -123,6 +133,8 @@ VerifyReport verify_database(const fs::path& db, int workers, bool progress) {
 }
 
 std::string format_report(const VerifyReport& r, const fs::path& db) {
+  if (!r.damaged_pages.empty())
+    return detail::concat("verify ", db.string(), ": DAMAGED: ", r.damaged_pages, "\n");
   char line[512];
   std::snprintf(
       line, sizeof line, "verify %s: %lld records (metadata: %lld), %lld classes, %.1f MB",

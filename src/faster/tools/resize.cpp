@@ -1,6 +1,6 @@
 // `faster resize` implementation: list the source tree, prepare the destination (folders, lock,
 // options manifest, leftovers of an interrupted run), then process images in parallel, each one
-// written atomically, skipping those already done.
+// written atomically, skipping those made from their source as it is now (resize_state.h).
 #include "faster/tools/resize.h"
 
 #include <sys/stat.h>
@@ -19,9 +19,11 @@
 #include "faster/core/log.h"
 #include "faster/core/progress.h"
 #include "faster/core/timer.h"
+#include "faster/data/sources/image_tree.h"
 #include "faster/tools/downscale.h"
 #include "faster/tools/file_io.h"
 #include "faster/tools/parallel.h"
+#include "faster/tools/resize_state.h"
 #include "faster/tools/tree.h"
 
 namespace faster::tools {
@@ -31,18 +33,15 @@ namespace {
 
 constexpr int kBadImagesLogged = 10;  // the rest are only in the report
 
-bool not_older(const timespec& a, const timespec& b) {
-  return a.tv_sec > b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec >= b.tv_nsec);
-}
-
-// An output is done when it was renamed into place after its source last changed and has not been
-// emptied or cut short since: a byte-for-byte copy has the source's size, and a re-encoded image
-// ends with the JPEG end-of-image marker.  Outputs only ever appear whole under their final name,
-// so this catches later damage (or a crash before data reached the disk), not our own half-writes.
-bool output_up_to_date(const fs::path& src, const fs::path& dst) {
+// An output recorded as made from its source as it is now must still be whole: a byte-for-byte
+// copy has the source's size, and a re-encoded image ends with the JPEG end-of-image marker.
+// Outputs only ever appear whole under their final name, so this catches later damage (or a
+// crash before data reached the disk), not our own half-writes.
+bool output_up_to_date(const ResizeState& state, size_t i, const fs::path& src,
+                       const fs::path& dst) {
   struct stat s, d;
   if (::stat(dst.c_str(), &d) != 0 || ::stat(src.c_str(), &s) != 0) return false;
-  if (!S_ISREG(d.st_mode) || d.st_size < 2 || !not_older(d.st_mtim, s.st_mtim)) return false;
+  if (!S_ISREG(d.st_mode) || d.st_size < 2 || !state.up_to_date(i, s, d)) return false;
   return d.st_size == s.st_size || ends_with_jpeg_eoi(dst, d.st_size);
 }
 
@@ -66,7 +65,7 @@ void check_and_write_manifest(const ResizeOptions& o) {
 }
 
 // Creates the mirrored folders (parents first) and removes temporaries of an interrupted run.
-void prepare_destination(const ResizeOptions& o, const TreeListing& tree) {
+void prepare_destination(const ResizeOptions& o, const data::ImageTree& tree) {
   std::vector<fs::path> dirs{o.dst};
   for (const auto& d : tree.dirs) dirs.push_back(o.dst / d);
   for (const auto& dir : dirs) prepare_output_directory(dir);
@@ -115,9 +114,10 @@ struct Tally {
   }
 };
 
-void resize_one(const ResizeOptions& o, const std::string& rel, Worker& w, Tally& t) {
+void resize_one(const ResizeOptions& o, const std::string& rel, size_t index, ResizeState& state,
+                Worker& w, Tally& t) {
   const fs::path src = o.src / rel, dst = o.dst / rel;
-  if (output_up_to_date(src, dst)) {
+  if (output_up_to_date(state, index, src, dst)) {
     const auto earlier = t.copied_earlier.find(rel);
     if (earlier == t.copied_earlier.end())
       ++t.up_to_date;
@@ -125,8 +125,9 @@ void resize_one(const ResizeOptions& o, const std::string& rel, Worker& w, Tally
       t.add_bad(rel, earlier->second, /*copied=*/true);
     return;
   }
+  struct stat source;  // as read: what the output is made from
   try {
-    read_whole_file(src, w.in);
+    data::read_regular_file(src, w.in, &source);
   } catch (const Error& e) {  // unreadable: nothing to copy either
     t.add_bad(rel, e.what(), /*copied=*/false);
     return;
@@ -143,7 +144,9 @@ void resize_one(const ResizeOptions& o, const std::string& rel, Worker& w, Tally
     bad = true;  // copied unchanged, counted as bad only
   }
   const std::vector<uint8_t>& bytes = result == DownscaleResult::kKeep ? w.in : w.out;
-  write_file_atomic(dst, bytes.data(), bytes.size());  // errors here stop the run
+  // Errors here stop the run.  The journal names the output before it appears (resize_state.h).
+  write_file_atomic(dst, bytes.data(), bytes.size(),
+                    [&](const struct stat& output) { state.record(index, source, output); });
   if (!bad) ++(result == DownscaleResult::kKeep ? t.copied : t.downscaled);
   t.bytes_in += static_cast<int64_t>(w.in.size());
   t.bytes_out += static_cast<int64_t>(bytes.size());
@@ -165,7 +168,7 @@ void validate(const ResizeOptions& o) {
 ResizeSummary resize_tree(const ResizeOptions& o) {
   validate(o);
   Timer timer;
-  const TreeListing tree = list_jpeg_tree(o.src);
+  const data::ImageTree tree = data::list_image_tree(o.src, /*skip_hidden=*/true);
   std::error_code ec;
   fs::create_directories(o.dst, ec);
   if (!fs::is_directory(o.dst))
@@ -177,20 +180,24 @@ ResizeSummary resize_tree(const ResizeOptions& o) {
   Tally tally;
   const fs::path report = o.report.empty() ? o.dst / kResizeReport : o.report;
   tally.copied_earlier = copied_bad_images(report);
-  const int64_t n = static_cast<int64_t>(tree.files.size());
+  for (const auto& entry : tree.not_files)  // never opened: reading a FIFO would wait forever
+    tally.add_bad(entry.path, "not a regular file (" + entry.kind + ")", /*copied=*/false);
+  const int64_t n = static_cast<int64_t>(tree.images.size());
+  ResizeState state(o.dst / kResizeState, tree.images);
   std::vector<Worker> workers(static_cast<size_t>(worker_count(o.workers, n)));
   {
     std::optional<Progress> progress;
     if (o.progress) progress.emplace("resize", n, "img");
     parallel_for(static_cast<int>(workers.size()), n, [&](int worker, int64_t i) {
-      resize_one(o, tree.files[static_cast<size_t>(i)], workers[static_cast<size_t>(worker)],
-                 tally);
+      const auto index = static_cast<size_t>(i);
+      resize_one(o, tree.images[index], index, state, workers[static_cast<size_t>(worker)], tally);
       if (progress) progress->add();
     });
   }
+  state.compact();
 
   ResizeSummary s;
-  s.files = n;
+  s.files = n + static_cast<int64_t>(tree.not_files.size());
   s.downscaled = tally.downscaled, s.copied = tally.copied, s.up_to_date = tally.up_to_date;
   s.bad = static_cast<int64_t>(tally.bad.size());
   s.ignored = tree.ignored;

@@ -27,10 +27,10 @@ struct BadImage {
 };
 
 struct ResizeSummary {
-  int64_t files = 0;  // JPEGs in the source tree: downscaled + copied + up_to_date + bad
+  int64_t files = 0;  // JPEG names in the source tree: downscaled + copied + up_to_date + bad
   int64_t downscaled = 0, copied = 0, up_to_date = 0;
-  int64_t bad = 0;                      // unreadable or corrupt: skipped, or copied with copy_bad
-  int64_t ignored = 0;                  // entries that are not JPEG files, not mirrored
+  int64_t bad = 0;  // unreadable, corrupt or not a file (a FIFO...): skipped, or copied if asked
+  int64_t ignored = 0;  // other entries, hidden ones and directories reached twice: not mirrored
   int64_t bytes_in = 0, bytes_out = 0;  // of the images processed in this run
   double seconds = 0;
   std::vector<BadImage> bad_images;  // sorted by path
@@ -47,5 +47,7 @@ std::string format_summary(const ResizeSummary& summary, bool copy_bad);
 // Where resize keeps its options, to refuse a re-run with different ones into the same folder.
 constexpr const char* kResizeManifest = ".faster-resize.json";
 constexpr const char* kResizeReport = ".faster-resize-report.tsv";
+// What each output was made from (tools/resize_state.h), to redo exactly the changed ones.
+constexpr const char* kResizeState = ".faster-resize-state.tsv";
 
 }  // namespace faster::tools

@@ -1,28 +1,11 @@
-// Walking a dataset tree for `faster resize`: every JPEG under a root at any depth, in sorted order
-// so runs are repeatable.  (pack reads class folders through data::FolderSource, like the loader.)
+// Where the dataset tools may write: source and destination trees kept apart.  (Trees are read
+// through data::list_image_tree, the walker the loader uses too.)
 #pragma once
 
-#include <cstdint>
 #include <filesystem>
 #include <string>
-#include <vector>
 
 namespace faster::tools {
-
-// .jpg / .jpeg in any case (ImageNet's files end in .JPEG).
-bool has_jpeg_extension(const std::filesystem::path& path);
-
-struct TreeListing {
-  std::vector<std::string> dirs;   // directories under the root, relative, parents first
-  std::vector<std::string> files;  // JPEG files, relative, sorted
-  int64_t ignored = 0;             // other files, left out
-};
-
-// Lists `root` recursively.  Hidden entries (names starting with '.') are skipped: they are not
-// dataset content, and the tools' own temporaries are hidden.  Symlinks are followed (like the
-// loader's FolderSource does), each directory entered once.  Throws faster::Error if root is not a
-// directory or cannot be listed.
-TreeListing list_jpeg_tree(const std::filesystem::path& root);
 
 // Refuses source and destination trees that are the same or nested in either direction: a
 // destination inside the source would be read back as input, and a source inside the destination

@@ -196,8 +196,28 @@ const JpegInfo& JpegDecoder::open(const uint8_t* data, size_t size) {
     jpeg_abort_decompress(&impl_->cinfo);
     FASTER_THROW("JPEG header says the image is ", info_.width, "x", info_.height);
   }
+  check_size_holds_blocks(size);
   opened_ = true;
   return info_;
+}
+
+// A Huffman-coded scan spends at least one bit per block on its DC code and, in a sequential
+// scan, one more on the AC end-of-block code; a progressive file's DC scans code every block.  A
+// file shorter than that for the blocks its header claims cannot decode (a forged or truncated
+// header): refusing it here costs nothing, where decoding would allocate for the claimed size
+// first.  Arithmetic coding can spend less than a bit per block and is not bounded this way.
+void JpegDecoder::check_size_holds_blocks(size_t size) {
+  const auto& c = impl_->cinfo;
+  if (c.arith_code) return;
+  uint64_t blocks = 0;
+  for (int i = 0; i < c.num_components; ++i)
+    blocks += uint64_t{c.comp_info[i].width_in_blocks} * c.comp_info[i].height_in_blocks;
+  const uint64_t min_bits = blocks * (c.progressive_mode ? 1 : 2);
+  if (uint64_t{size} * 8 >= min_bits) return;
+  jpeg_abort_decompress(&impl_->cinfo);
+  FASTER_THROW("corrupt JPEG: its header claims ", info_.width, "x", info_.height, " pixels (",
+               blocks, " blocks), which need at least ", (min_bits + 7) / 8,
+               " bytes; the file has ", size, " (truncated, or a forged header)");
 }
 
 int JpegDecoder::choose_scale(int roi_w, int roi_h, int min_width, int min_height) const {

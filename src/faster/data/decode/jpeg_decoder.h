@@ -23,7 +23,9 @@ struct JpegInfo {
 
 struct JpegDecoderOptions {
   // Images with more pixels are refused right after the header, before anything is allocated
-  // (decompression bombs).  100 MP covers every ImageNet image (the largest is under 25 MP).
+  // (decompression bombs).  100 MP covers every ImageNet image (the largest is under 25 MP) and
+  // bounds one full-size decode to 300 MB of pixels.  A small file claiming a large size (9999 x
+  // 9999 is under the cap) is refused by open() for being too short to hold its blocks.
   int64_t max_pixels = 100'000'000;
   // Only DCT scales 1/8, 1/4, 1/2, 1 (libjpeg-turbo has SIMD IDCTs for those); false allows every
   // n/8, which decodes fewer pixels but through slower C IDCTs.
@@ -48,7 +50,8 @@ class JpegDecoder {
   JpegDecoder& operator=(const JpegDecoder&) = delete;
 
   // Parses the headers of `data` (which must stay alive until decode() returns).  Throws
-  // faster::Error naming the problem: not a JPEG, corrupt header, too many pixels.
+  // faster::Error naming the problem: not a JPEG, corrupt header, too many pixels, or fewer
+  // bytes than the image's blocks need (nothing is allocated for the image before these checks).
   const JpegInfo& open(const uint8_t* data, size_t size);
 
   // Decodes `roi` (source pixels, clipped to the image; an empty roi means the whole image) of the
@@ -66,6 +69,8 @@ class JpegDecoder {
   int choose_scale(int roi_w, int roi_h, int min_width, int min_height) const;
 
  private:
+  void check_size_holds_blocks(size_t size);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
   JpegDecoderOptions options_;

@@ -3,12 +3,10 @@
 #include "faster/data/sources/folder_source.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
+#include <utility>
 
 #include "faster/core/error.h"
 #include "faster/core/fd.h"
@@ -16,40 +14,13 @@
 
 namespace faster::data {
 namespace fs = std::filesystem;
-namespace {
 
-// The JPEG files under a class folder, relative to root, sorted (torchvision walks sorted too).
-// Symlinks are followed; a dangling one is listed, and fails when read, like any unreadable file.
-std::vector<std::string> list_images(const fs::path& root, const fs::path& dir) {
-  std::vector<std::string> files;
-  std::error_code ec;
-  fs::recursive_directory_iterator it(dir, fs::directory_options::follow_directory_symlink, ec);
-  if (ec) FASTER_THROW("cannot list ", dir.string(), ": ", ec.message());
-  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) FASTER_THROW("cannot list ", dir.string(), ": ", ec.message());
-    if (it->is_directory(ec)) continue;
-    if (has_jpeg_extension(it->path().filename().string()))
-      files.push_back(it->path().lexically_relative(root).string());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-}  // namespace
-
-bool has_jpeg_extension(const std::string& name) {
-  const auto dot = name.rfind('.');
-  if (dot == std::string::npos) return false;
-  std::string ext = name.substr(dot + 1);
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  return ext == "jpg" || ext == "jpeg";
-}
-
-FolderSource::FolderSource(const fs::path& root, bool warn_empty) : root_(root) {
+FolderSource::FolderSource(const fs::path& root, bool warn) : root_(root) {
   std::error_code ec;
   if (!fs::exists(root, ec)) FASTER_THROW("dataset folder ", root.string(), " does not exist");
   if (!fs::is_directory(root, ec)) FASTER_THROW(root.string(), " is not a folder");
+  // The root's own directories are the classes, a link to one entered already included (it stays
+  // an empty class, so labels do not shift).
   for (const auto& e : fs::directory_iterator(root, ec))
     if (e.is_directory()) classes_.push_back(e.path().filename().string());
   if (ec) FASTER_THROW("cannot list ", root.string(), ": ", ec.message());
@@ -57,23 +28,54 @@ FolderSource::FolderSource(const fs::path& root, bool warn_empty) : root_(root) 
   if (classes_.empty())
     throw Error("no class folders in " + root.string(),
                 "expected ImageNet-style " + root.string() + "/<class>/<image>.JPEG");
-  for (int label = 0; label < static_cast<int>(classes_.size()); ++label) {
-    auto found = list_images(root, root / classes_[label]);
-    if (found.empty()) empty_classes_.push_back(classes_[label]);
-    for (auto& f : found) {
-      files_.push_back(std::move(f));
-      labels_.push_back(label);
-    }
+  ImageTree tree = list_image_tree(root, /*skip_hidden=*/false);
+  const auto class_of = [&](const std::string& rel) {
+    const size_t slash = rel.find('/');
+    if (slash == std::string::npos) return -1;  // directly under root: not a sample
+    const auto it = std::lower_bound(classes_.begin(), classes_.end(), rel.substr(0, slash));
+    return it != classes_.end() && rel.compare(0, slash, *it) == 0
+               ? static_cast<int>(it - classes_.begin())
+               : -1;
+  };
+  // Paths sorted within a class (torchvision walks sorted too), classes in label order.
+  std::vector<std::pair<int, std::string>> found;
+  for (auto& rel : tree.images)
+    if (const int label = class_of(rel); label >= 0) found.emplace_back(label, std::move(rel));
+  std::stable_sort(found.begin(), found.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<int64_t> per_class(classes_.size(), 0);
+  for (auto& [label, rel] : found) {
+    ++per_class[static_cast<size_t>(label)];
+    files_.push_back(std::move(rel));
+    labels_.push_back(label);
   }
+  for (size_t c = 0; c < classes_.size(); ++c)
+    if (per_class[c] == 0) empty_classes_.push_back(classes_[c]);
+  for (auto& entry : tree.not_files)
+    if (class_of(entry.path) >= 0) not_files_.push_back(std::move(entry));
   if (files_.empty())
     FASTER_THROW("no .jpg/.jpeg images in the ", classes_.size(), " class folders of ",
                  root.string());
-  if (warn_empty && !empty_classes_.empty()) {
+  if (warn) warn_about_left_out();
+}
+
+void FolderSource::warn_about_left_out() const {
+  constexpr size_t kNamed = 5;
+  if (!empty_classes_.empty()) {
     std::string names;
-    for (size_t i = 0; i < empty_classes_.size() && i < 5; ++i) names += " " + empty_classes_[i];
-    log::warn(empty_classes_.size(), " of ", classes_.size(), " class folders in ", root.string(),
+    for (size_t i = 0; i < empty_classes_.size() && i < kNamed; ++i)
+      names += " " + empty_classes_[i];
+    log::warn(empty_classes_.size(), " of ", classes_.size(), " class folders in ", root_.string(),
               " have no images (their labels stay reserved):", names,
-              empty_classes_.size() > 5 ? " ..." : "");
+              empty_classes_.size() > kNamed ? " ..." : "");
+  }
+  if (!not_files_.empty()) {
+    std::string names;
+    for (size_t i = 0; i < not_files_.size() && i < kNamed; ++i)
+      names += " " + not_files_[i].path + " (" + not_files_[i].kind + ")";
+    log::warn("left out ", not_files_.size(), " entries of ", root_.string(),
+              " named like images that are not regular files:", names,
+              not_files_.size() > kNamed ? " ..." : "");
   }
 }
 
@@ -87,29 +89,14 @@ std::string FolderSource::describe() const {
 }
 
 void FolderSource::get(int64_t index, Sample& out) const {
-  const std::string path = name(index);
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) FASTER_THROW("cannot open ", path, ": ", std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0) FASTER_THROW("cannot stat ", path, ": ", std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) FASTER_THROW(path, " is not a regular file");
-  out.bytes.resize(static_cast<size_t>(st.st_size));
-  size_t done = 0;
-  while (done < out.bytes.size()) {
-    const ssize_t n = ::read(fd.get(), out.bytes.data() + done, out.bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) FASTER_THROW("cannot read ", path, ": ", std::strerror(errno));
-    if (n == 0) break;  // the file shrank since fstat: decode will see the truncation
-    done += static_cast<size_t>(n);
-  }
-  out.bytes.resize(done);
+  read_regular_file(name(index), out.bytes);
   out.label = labels_[index];
 }
 
 int64_t FolderSource::evict_page_cache() const {
   int64_t advised = 0;
   for (int64_t i = 0; i < size(); ++i) {
-    Fd fd(::open(name(i).c_str(), O_RDONLY | O_CLOEXEC));
+    Fd fd(::open(name(i).c_str(), kImageOpenFlags));
     if (fd.get() < 0) continue;  // unreadable files are reported when read
     // Only clean pages are dropped; data just written may need a sync first.
     ::fdatasync(fd.get());

@@ -1,11 +1,14 @@
-// LMDB handle owners.
+// LMDB handle owners.  A database opened for reading has had its pages checked (lmdb_check.h).
 #include "faster/data/sources/lmdb_env.h"
 
-#include <sys/stat.h>
+#include <fcntl.h>
 
 #include <cerrno>
 #include <cstring>
 #include <utility>
+
+#include "faster/core/fd.h"
+#include "faster/data/sources/lmdb_check.h"
 
 namespace faster::data {
 namespace fs = std::filesystem;
@@ -36,35 +39,43 @@ LmdbEnv LmdbEnv::open_read_only(const fs::path& path) {
   const auto status = fs::status(path, ec);
   if (!fs::exists(status)) FASTER_THROW("no such database: ", path.string());
   unsigned flags = MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS;
+  fs::path file = path;
   if (fs::is_directory(status)) {
-    if (!fs::exists(path / "data.mdb"))
+    file = path / "data.mdb";
+    if (!fs::exists(file))
       throw Error(detail::concat("not an LMDB database (no data.mdb in it): ", path.string()),
                   "make one with 'faster pack --src DIR --out DB'");
   } else {
     flags |= MDB_NOSUBDIR;
   }
+  // Non-blocking: a FIFO under the name is refused by the check instead of hanging the open.
+  Fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (fd.get() < 0) FASTER_THROW("cannot open ", file.string(), ": ", std::strerror(errno));
+  const LmdbMeta meta = check_lmdb_meta(fd.get(), file.string());
   LmdbEnv env(new_env(path.string()), path.string());
   FASTER_CHECK_LMDB(mdb_env_open(env.env_, path.c_str(), flags, 0644), path.string());
-  env.check_not_truncated();
+  env.check_tree(fd.get(), meta);
   return env;
 }
 
-// LMDB maps the file and trusts its meta page: pages past the end of a truncated file would kill
-// the reader with SIGBUS on first touch, so compare the file's size with the last page in use.
-void LmdbEnv::check_not_truncated() const {
+// The tree is checked as the read transaction LMDB starts sees it: the same meta page (its
+// transaction id) with the same counts, or the check would not be about what LMDB reads.
+void LmdbEnv::check_tree(int fd, const LmdbMeta& meta) const {
   MDB_envinfo info;
-  MDB_stat stat;
-  mdb_filehandle_t fd;
   FASTER_CHECK_LMDB(mdb_env_info(env_, &info), path_);
-  FASTER_CHECK_LMDB(mdb_env_stat(env_, &stat), path_);
-  FASTER_CHECK_LMDB(mdb_env_get_fd(env_, &fd), path_);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) FASTER_THROW("cannot stat ", path_, ": ", std::strerror(errno));
-  const uint64_t needed = (uint64_t{info.me_last_pgno} + 1) * stat.ms_psize;
-  if (static_cast<uint64_t>(st.st_size) < needed)
-    throw Error(detail::concat(path_, ": database file is truncated (", st.st_size,
-                               " bytes, its pages need ", needed, ")"),
-                "the copy is incomplete or the disk filled up: copy or pack it again");
+  LmdbTxn txn(*this, true);
+  MDB_stat st;
+  FASTER_CHECK_LMDB(mdb_stat(txn.get(), txn.dbi(), &st), path_);
+  if (mdb_txn_id(txn.get()) != meta.txnid || st.ms_psize != meta.page_size ||
+      st.ms_depth != meta.depth || st.ms_entries != meta.entries ||
+      st.ms_branch_pages != meta.branch_pages || st.ms_leaf_pages != meta.leaf_pages ||
+      st.ms_overflow_pages != meta.overflow_pages || info.me_last_pgno != meta.last_page)
+    throw LmdbDamage(
+        path_, detail::concat("LMDB reads transaction ", mdb_txn_id(txn.get()), " (", st.ms_entries,
+                              " records, depth ", st.ms_depth,
+                              "), not the meta page checked: transaction ", meta.txnid, " (",
+                              meta.entries, " records, depth ", meta.depth, ")"));
+  check_lmdb_tree(fd, meta, path_);
 }
 
 LmdbEnv LmdbEnv::create(const fs::path& dir, size_t map_size) {

@@ -40,11 +40,15 @@ class LmdbError : public Error {
 
 namespace faster::data {
 
+struct LmdbMeta;  // lmdb_check.h
+
 class LmdbEnv {
  public:
   // Opens an existing database for reading: `path` is its directory (holding data.mdb) or the
   // data file itself.  Without a lock file: faster's databases are immutable once packed, so
-  // readers need no write access and never block each other.
+  // readers need no write access and never block each other.  The pages LMDB reads are checked
+  // first (lmdb_check.h): damage throws LmdbDamage (code MDB_CORRUPTED) instead of crashing a
+  // reader later; an empty, foreign or truncated file throws faster::Error.
   static LmdbEnv open_read_only(const std::filesystem::path& path);
   // Creates a database in the (new or empty) directory `dir` with the given initial map size.
   // Writes are not synced until sync(): a crashed pack is thrown away anyway.
@@ -67,7 +71,7 @@ class LmdbEnv {
 
  private:
   LmdbEnv(MDB_env* env, std::string path) : env_(env), path_(std::move(path)) {}
-  void check_not_truncated() const;
+  void check_tree(int fd, const LmdbMeta& meta) const;
   MDB_env* env_ = nullptr;
   std::string path_;
 };

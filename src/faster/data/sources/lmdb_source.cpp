@@ -3,7 +3,10 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace faster::data {
@@ -55,6 +58,11 @@ fmt::RecordView LmdbSource::view(int64_t index) const {
 
 void LmdbSource::get(int64_t index, Sample& out) const {
   const fmt::RecordView r = view(index);
+  // Labels index the classes downstream (a CUDA loss asserts on one out of range): damage inside
+  // a record, which the page checks do not look at, stops here as a bad image.
+  if (r.label < 0 || r.label >= static_cast<int>(meta_.classes.size()))
+    FASTER_THROW(name(index), ": label ", r.label, " is not one of the ", meta_.classes.size(),
+                 " classes (a damaged record: 'faster pack --verify' lists them)");
   out.bytes.resize(r.size);
   std::memcpy(out.bytes.data(), r.data, r.size);
   out.label = r.label;
@@ -74,11 +82,19 @@ std::string LmdbSource::describe() const {
 }
 
 // Pages this process has mapped are not dropped by fadvise alone, so the mapping lets go of them
-// first (MADV_DONTNEED on a read-only shared map only discards the page-table entries).
+// first (MADV_DONTNEED on a read-only shared map only discards the page-table entries).  LMDB does
+// not say where its map is (mdb_env_info's me_mapaddr is the meta's fixed-map hint, null here),
+// so the span of the records is released: it covers their pages and the leaves between them.
 int64_t LmdbSource::evict_page_cache() const {
-  MDB_envinfo info;
-  if (mdb_env_info(env_.get(), &info) == MDB_SUCCESS && info.me_mapaddr)
-    madvise(info.me_mapaddr, info.me_mapsize, MADV_DONTNEED);
+  if (!records_.empty()) {
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (const MDB_val& v : records_) {
+      lo = std::min(lo, reinterpret_cast<uintptr_t>(v.mv_data));
+      hi = std::max(hi, reinterpret_cast<uintptr_t>(v.mv_data) + v.mv_size);
+    }
+    lo &= ~(static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE)) - 1);
+    ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+  }
   mdb_filehandle_t fd;
   if (mdb_env_get_fd(env_.get(), &fd) != MDB_SUCCESS) return 0;
   return posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0 ? 1 : 0;

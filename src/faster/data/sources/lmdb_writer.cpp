@@ -1,15 +1,68 @@
 // LMDB layout writer.
 #include "faster/data/sources/lmdb_writer.h"
 
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
 #include <algorithm>
+#include <cerrno>
 
 #include "faster/core/log.h"
 
 namespace faster::data {
+namespace fs = std::filesystem;
 namespace fmt = lmdb_format;
 
-LmdbWriter::LmdbWriter(const std::filesystem::path& dir, size_t map_size, size_t batch_bytes)
-    : env_(LmdbEnv::create(dir, map_size)), batch_limit_(batch_bytes) {}
+namespace {
+
+// LMDB reports a write that did not fit as EIO ("short write"), losing ENOSPC.  Called in a catch
+// block: says what filled up and where (the file system's free space, or the process's file size
+// limit), or rethrows the error as it was.  `wanted`: the bytes being written.
+[[noreturn]] void explain_write_error(const LmdbError& e, const fs::path& dir, uint64_t wanted) {
+  const int code = e.code();
+  if (code != EIO && code != ENOSPC && code != EFBIG && code != EDQUOT) throw;
+  const std::string file = (dir / "data.mdb").string();
+  struct stat st;
+  const uint64_t size = ::stat(file.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  struct rlimit limit {};
+  const bool limited = ::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
+  if (limited && (code == EFBIG || size + wanted > limit.rlim_cur))
+    throw LmdbError(code,
+                    detail::concat("cannot write ", file, ": the file size limit (ulimit -f) of ",
+                                   limit.rlim_cur, " bytes is reached"),
+                    "raise the limit ('ulimit -f unlimited') and pack again");
+  if (code == EDQUOT || code == EFBIG)
+    throw LmdbError(code,
+                    detail::concat("cannot write ", file, ": ",
+                                   code == EDQUOT ? "disk quota exceeded"
+                                                  : "file too large for its file system"),
+                    "free some space, or choose an --out on another file system");
+  struct statvfs fs_stat;
+  const fs::path where = fs::absolute(dir).parent_path();
+  const bool known = ::statvfs(where.c_str(), &fs_stat) == 0;
+  const uint64_t free_bytes = known ? uint64_t{fs_stat.f_bavail} * fs_stat.f_frsize : 0;
+  // EIO with room to spare is a real I/O error: reported as LMDB said it.
+  if (code == EIO && (!known || free_bytes >= wanted + (uint64_t{1} << 20))) throw;
+  throw LmdbError(code,
+                  detail::concat("cannot write ", file, ": no space left on the device (",
+                                 free_bytes >> 10, " KiB free on the file system of ",
+                                 where.string(), ", ", wanted >> 10, " KiB to write)"),
+                  "free some space, or choose an --out on another file system");
+}
+
+LmdbEnv create_env(const fs::path& dir, size_t map_size) {
+  try {
+    return LmdbEnv::create(dir, map_size);
+  } catch (const LmdbError& e) {
+    explain_write_error(e, dir, 0);  // the two meta pages
+  }
+}
+
+}  // namespace
+
+LmdbWriter::LmdbWriter(const fs::path& dir, size_t map_size, size_t batch_bytes)
+    : env_(create_env(dir, map_size)), batch_limit_(batch_bytes) {}
 
 void LmdbWriter::append(int label, uint32_t crc, std::vector<uint8_t>&& image) {
   batch_bytes_ += image.size();
@@ -20,7 +73,11 @@ void LmdbWriter::append(int label, uint32_t crc, std::vector<uint8_t>&& image) {
 void LmdbWriter::finish(const fmt::Metadata& metadata) {
   const std::string encoded = fmt::encode_metadata(metadata);
   flush(&encoded);
-  env_.sync();
+  try {
+    env_.sync();
+  } catch (const LmdbError& e) {
+    explain_write_error(e, env_.path(), 0);
+  }
   env_.close();
 }
 
@@ -32,10 +89,14 @@ std::vector<uint8_t> LmdbWriter::take_spare() {
 }
 
 void LmdbWriter::flush(const std::string* metadata) {
-  while (write_batch(metadata) == MDB_MAP_FULL) {
-    env_.set_map_size(env_.map_size() * 2);
-    ++growths_;
-    log::debug(env_.path(), ": map full, grown to ", env_.map_size() >> 20, " MiB");
+  try {
+    while (write_batch(metadata) == MDB_MAP_FULL) {
+      env_.set_map_size(env_.map_size() * 2);
+      ++growths_;
+      log::debug(env_.path(), ": map full, grown to ", env_.map_size() >> 20, " MiB");
+    }
+  } catch (const LmdbError& e) {
+    explain_write_error(e, env_.path(), batch_bytes_ + (metadata ? metadata->size() : 0));
   }
   committed_ += static_cast<int64_t>(batch_.size());
   for (auto& p : batch_) spares_.push_back(std::move(p.image));

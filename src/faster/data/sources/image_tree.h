@@ -1,0 +1,53 @@
+// An image tree on disk, the one way every part of faster reads one (the folder source behind
+// `load` and `pack`, and `resize`): which entries are images, and reading one without hanging.
+// Only regular files are images; a FIFO, socket or device named like a JPEG is reported, never
+// opened, and a directory reached twice (a symlink back up the tree) is entered once.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+namespace faster::data {
+
+// .jpg / .jpeg in any case (ImageNet's files end in .JPEG).
+bool has_jpeg_extension(const std::string& filename);
+
+struct ImageTree {
+  // An entry named like an image that is not a file: a FIFO, socket or device node.
+  struct NotAFile {
+    std::string path;  // relative to the root
+    std::string kind;  // "a FIFO", "a socket", "a character device", "a block device"
+  };
+  std::vector<std::string> dirs;    // directories entered, relative, sorted (parents first)
+  std::vector<std::string> images;  // JPEG-named files, relative, sorted
+  std::vector<NotAFile> not_files;  // sorted by path
+  int64_t ignored = 0;  // other entries: other names, hidden ones, directories entered already
+};
+
+// Lists `root`, following symlinks, each directory entered once: the tree's own directories at
+// their own paths (breadth first, names sorted), then links to directories in the order found, a
+// link whose target was entered already adding nothing.  So a link back up the tree (`a/up -> ..`)
+// or from one class folder into another leaves every image once, under its own path, and the
+// result does not depend on the order the file system lists entries in.  A JPEG-named entry that
+// cannot be stat'ed (a dangling link) is listed as an image: reading it fails and names it.  With
+// skip_hidden, names starting with '.' are left out (the tools' own temporaries are hidden).
+// Throws faster::Error if root is not a directory or a directory cannot be listed.
+ImageTree list_image_tree(const std::filesystem::path& root, bool skip_hidden);
+
+// Reads the whole regular file `path` into `out` (capacity reused) and fills `st` from the open
+// file.  Opened non-blocking and checked with fstat before any read, so a FIFO or device swapped
+// in under the name after the listing fails with "is not a regular file" instead of hanging.
+// Throws faster::Error naming the path.
+void read_regular_file(const std::filesystem::path& path, std::vector<uint8_t>& out,
+                       struct stat* st = nullptr);
+
+// open(2) flags for a file of an image tree: open() never blocks on a FIFO, never makes a terminal
+// the controlling one.
+constexpr int kImageOpenFlags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+
+}  // namespace faster::data

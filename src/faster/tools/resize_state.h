@@ -1,0 +1,55 @@
+// What each output of `faster resize` was made from, so a re-run redoes exactly the outputs whose
+// source changed.  "Newer than its source" is not enough: a source replaced by another image with
+// an older time (`cp -p`, `rsync -t`) would keep its stale output.  Like rsync's quick check, a
+// source counts as unchanged when its size and modification time (to the nanosecond) are those it
+// had when its output was made.
+//
+// The record is a journal in the destination, one line appended per output just before the output
+// is renamed into place: source size and mtime, and the output's own inode and mtime.  The output's
+// identity ties the line to the file it describes, so a run killed between the two steps (line
+// written, output not renamed) leaves an old output that does not match its line and is redone,
+// and a killed run never loses an output that was renamed.  After a run the journal is rewritten
+// with one line per output.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "faster/core/fd.h"
+
+namespace faster::tools {
+
+class ResizeState {
+ public:
+  // Reads the journal at `path` (if any) for `images`, the sorted source paths of this run, and
+  // opens it for appending.  Lines for other paths are dropped; a damaged line only costs a redo.
+  ResizeState(const std::filesystem::path& path, const std::vector<std::string>& images);
+
+  // Whether the output of images[i], stat'ed as `out`, was made from its source as `in` is now.
+  bool up_to_date(size_t i, const struct stat& in, const struct stat& out) const;
+  // Records that the complete temporary stat'ed as `out` is made from images[i] as stat'ed in
+  // `in`; call before renaming it into place.  Thread-safe.  Throws faster::Error if the journal
+  // cannot be written.
+  void record(size_t i, const struct stat& in, const struct stat& out);
+  // Rewrites the journal with one line per recorded output (atomically).
+  void compact();
+
+ private:
+  struct Stamp {
+    int64_t src_size = -1, src_mtime = 0, out_inode = 0, out_mtime = 0;
+  };
+  static std::string line(const Stamp& s, const std::string& path);
+
+  std::filesystem::path path_;
+  const std::vector<std::string>& images_;
+  std::vector<Stamp> stamps_;  // by image index; src_size -1: none
+  std::mutex mutex_;
+  Fd journal_;
+};
+
+}  // namespace faster::tools
