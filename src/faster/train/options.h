@@ -109,9 +109,10 @@ Recipe default_recipe(const std::string& model);
 // A recipe's values of the options it sets; the CLI copies those the user did not give.
 TrainOptions recipe_options(Recipe recipe);
 
-// The fastest configuration for this workload on a GPU: device-resident data, bf16 autocast,
-// channels_last, CUDA-graph steps (single-device runs: o.parallel is read), the short last
-// training batch dropped and eval batches padded, so every step has one static shape.
+// The fastest configuration on a GPU: autocast (bf16 for ThinNet, fp16 and the cuDNN benchmark for
+// ResNets), channels_last, CUDA-graph steps (single-device runs: o.parallel is read), the short last
+// training batch dropped and eval batches padded, so every step has one static shape; small
+// datasets kept as stored live on the device.  Reads o.model, o.parallel and o.res.
 void apply_fast_mode(TrainOptions& o);
 
 // "auto" (the first GPU if one is visible, else the CPU), "cpu", "cuda" or "cuda:N", checked

@@ -36,6 +36,7 @@ nlohmann::json EpochStats::to_json() const {
                       {"train_loss", train_loss},
                       {"seconds", seconds},
                       {"train_seconds", train_seconds},
+                      {"loader_wait_seconds", loader_wait_seconds},
                       {"train_images", train_images},
                       {"lr", lr},
                       {"res", res}};
@@ -314,6 +315,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
     stepper.start_epoch();
     model->train();
     train_loader->start_epoch(epoch);
+    const double waited_before = image_loader ? image_loader->stats().wait_s : 0;
     const bool evaluate = val_loader && ((epoch + 1) % o.eval_every == 0 || epoch + 1 == o.epochs);
     double lr = 0;
     {
@@ -373,6 +375,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
       }
       e.seconds = timer.seconds();
       e.train_seconds = epoch_train_s;
+      if (image_loader) e.loader_wait_seconds = image_loader->stats().wait_s - waited_before;
       e.lr = lr;
       e.res = res;
       train_images += e.train_images;
