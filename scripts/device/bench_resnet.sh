@@ -67,7 +67,7 @@ if [[ " $PHASES " == *" speed "* ]]; then
   $FASTER load "$ROOT/train" --decode-only --floor-images 500 --json "$out/floor.json" | tail -2
   for model in $MODELS; do
     for i in $(seq "$RUNS"); do
-      $FASTER train --data "$ROOT" --model $model --fast --epochs "$EPOCHS" --batch 256 \
+      $FASTER train --data "$ROOT" --model $model --fast --epochs "$EPOCHS" --batch 256 ${SPEED_FLAGS:-} \
         --json "$out/speed_${model}_$i.json" > "$out/speed_${model}_$i.log" 2>&1 &&
         echo "faster $model run $i: $(rate "$out/speed_${model}_$i.json")" ||
         echo "faster $model run $i: FAILED $(tail -2 "$out/speed_${model}_$i.log" | tr '\n' ' ')"

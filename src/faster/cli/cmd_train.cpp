@@ -136,6 +136,10 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
   add_enum_option(cmd, "--decode", o.decode, train::kDecodeChoices,
                   "JPEG decoding: cpu (libjpeg-turbo in the loader threads), nvjpeg (the GPU's "
                   "JPEG engines) or auto (nvjpeg on a GPU)");
+  cmd->add_option("--cpu-share", o.cpu_share,
+                  "With nvJPEG: the share of images the loader threads decode on the CPU anyway, "
+                  "beside the GPU's JPEG engines (0-1)")
+      ->capture_default_str();
   add_enum_option(cmd, "--on-bad-image", o.on_bad_image, data::kBadImageNames,
                   "A corrupt or unreadable image: skip (replace it by the next one, count and "
                   "report it) or fail (stop with its name)");

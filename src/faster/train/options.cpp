@@ -98,6 +98,8 @@ void validate(const TrainOptions& o) {
     FASTER_THROW("--label-smoothing must be in [0, 1) (got ", o.label_smoothing, ")");
   if (!(o.ema_decay == 0 || (o.ema_decay > 0 && o.ema_decay < 1)))
     FASTER_THROW("--ema must be in (0, 1) (got ", o.ema_decay, ")");
+  if (!(o.cpu_share >= 0 && o.cpu_share <= 1))
+    FASTER_THROW("--cpu-share must be between 0 and 1 (got ", o.cpu_share, ")");
   if (o.eval_every < 1) FASTER_THROW("--eval-every must be at least 1 (got ", o.eval_every, ")");
   if (!(o.crop_scale_min > 0 && o.crop_scale_min <= 1))
     FASTER_THROW("--crop-scale must be in (0, 1] (got ", o.crop_scale_min, ")");
@@ -164,6 +166,7 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"val_resize", o.val_resize},
           {"crop_scale_min", o.crop_scale_min},
           {"decode", enum_name(kDecodeChoices, o.decode)},
+          {"cpu_share", o.cpu_share},
           {"blocks", o.blocks},
           {"filters", o.filters},
           {"seed", o.seed},

@@ -53,7 +53,9 @@ void StepGraph::capture(const std::function<void()>& step) {
   FASTER_CHECK(!impl_->captured, "graph captured twice");
   FASTER_CHECK(c10::cuda::getCurrentCUDAStream() != c10::cuda::getDefaultCUDAStream(),
                "capture needs a side stream (SideStreamScope)");
-  impl_->graph.capture_begin();
+  // Thread-local capture: the loader's threads (nvJPEG stages, copies) keep using CUDA on their own
+  // streams while the step is captured; only this thread's calls are part of the graph.
+  impl_->graph.capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
   try {
     step();
   } catch (...) {

@@ -158,6 +158,7 @@ std::unique_ptr<data::Loader> make_loader(const TrainOptions& o, const TrainingD
   lo.val_size = plan.val_res;
   lo.val_resize = plan.val_resize;
   lo.decode = d.arrays() ? data::DecodeOn::kCpu : plan.decode;
+  lo.cpu_share = o.cpu_share;
   if (train && as_stored && o.loader == LoaderKind::kDevice && plan.channels == 0)
     return data::make_device_loader(*d.train_arrays, lo);
   if (!train && as_stored && o.loader == LoaderKind::kDevice && plan.channels == 0)
