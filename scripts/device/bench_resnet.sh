@@ -40,8 +40,9 @@ print('%.0f img/s (epoch %d: %.2fs train, %.2fs waiting for the loader, top-1 %s
 if [[ " $PHASES " == *" smoke "* ]]; then
   small=/tmp/faster-resnet-small
   synth $small 10 100 10
-  run() {  # name, flags...
+  run() {  # name, flags...  (SMOKE: the names to run; default all)
     local name=$1; shift
+    [ -n "${SMOKE:-}" ] && [[ " $SMOKE " != *" $name "* ]] && return
     if $FASTER train --data $small --epochs 2 --batch 64 --json "$out/smoke_$name.json" "$@" \
         > "$out/smoke_$name.log" 2>&1; then
       echo "smoke $name: ok, $(rate "$out/smoke_$name.json")"
@@ -75,6 +76,9 @@ if [[ " $PHASES " == *" speed "* ]]; then
         --workers 16 --channels-last ${PEER_AMP:---amp} --no-val > "$out/peer_${model}_$i.log" 2>&1
       echo "peer $model run $i: $(grep -h RESULT "$out/peer_${model}_$i.log" || tail -2 "$out/peer_${model}_$i.log")"
     done
+    $FASTER train --data "$ROOT" --model $model --fast --no-fuse --epochs "$EPOCHS" --batch 256 \
+      ${SPEED_FLAGS:-} --json "$out/speed_${model}_nofuse.json" > "$out/speed_${model}_nofuse.log" 2>&1 &&
+      echo "faster $model --no-fuse: $(rate "$out/speed_${model}_nofuse.json")"
     python3 "$peers/ref_imagenet.py" "$ROOT" --arch $model --loader synthetic --steps 100 --epochs 2 \
       --batch 256 --channels-last ${PEER_AMP:---amp} --no-val > "$out/peer_${model}_synthetic.log" 2>&1
     echo "peer $model model alone: $(grep -h RESULT "$out/peer_${model}_synthetic.log")"

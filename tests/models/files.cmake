@@ -3,5 +3,5 @@ list(APPEND FASTER_TORCH_TEST_SOURCES models/thinnet_test.cpp models/resnet_test
      models/sync_batchnorm_test.cpp)
 # The fused ReLU + BatchNorm kernels: compiled with CUDA, run on the GPU machine.
 if(FASTER_CUDA)
-  list(APPEND FASTER_TORCH_TEST_SOURCES models/relu_batchnorm_test.cpp)
+  list(APPEND FASTER_TORCH_TEST_SOURCES models/relu_batchnorm_test.cpp models/batchnorm_relu_test.cpp)
 endif()

@@ -3,8 +3,10 @@
 list(APPEND FASTER_TORCH_SOURCES src/faster/models/registry.cpp src/faster/models/thinnet.cpp
      src/faster/models/resnet.cpp src/faster/models/sync_batchnorm.cpp)
 if(FASTER_CUDA)
-  list(APPEND FASTER_TORCH_SOURCES src/faster/models/relu_batchnorm_cuda.cpp)
+  list(APPEND FASTER_TORCH_SOURCES src/faster/models/relu_batchnorm_cuda.cpp
+                                   src/faster/models/batchnorm_relu_cudnn.cpp)
   list(APPEND FASTER_CUDA_SOURCES src/faster/models/relu_batchnorm.cu)
 else()
-  list(APPEND FASTER_TORCH_SOURCES src/faster/models/relu_batchnorm_none.cpp)
+  list(APPEND FASTER_TORCH_SOURCES src/faster/models/relu_batchnorm_none.cpp
+                                   src/faster/models/batchnorm_relu_none.cpp)
 endif()

@@ -5,6 +5,7 @@
 #include <torch/nn/init.h>
 
 #include "faster/core/error.h"
+#include "faster/models/batchnorm_relu.h"
 
 namespace faster::models {
 namespace nn = torch::nn;
@@ -47,8 +48,18 @@ nn::Sequential downsample(int in, int out, int stride, const ResNetOptions& o) {
   return nn::Sequential(conv(in, out, 1, stride), norm_layer(out, o));
 }
 
-nn::ReLU inplace_relu() {
-  return nn::ReLU(nn::ReLUOptions().inplace(true));
+// relu(norm(x) + residual) (no residual: relu(norm(x))): cuDNN's fused batch norm where it
+// applies, else the norm, the in-place add and the in-place ReLU as torchvision runs them.
+torch::Tensor norm_add_relu(nn::AnyModule& norm, const torch::Tensor& x,
+                            const torch::Tensor& residual, const ResNetOptions& o) {
+  if (o.fused) {
+    auto* bn = norm.ptr()->as<nn::BatchNorm2dImpl>();
+    if (bn && fused_batch_norm_relu_applies(x, *bn, residual))
+      return fused_batch_norm_relu(x, *bn, residual);
+  }
+  auto out = norm.forward(x);
+  if (residual.defined()) out += residual;
+  return out.relu_();
 }
 
 // What the two blocks share: their shape, registering norms, and the shortcut.  Block is the
@@ -92,25 +103,18 @@ class BasicBlockImpl : public ResidualBlock<BasicBlockImpl> {
   void reset() override {
     conv1_ = register_module("conv1", conv(in_, planes_, 3, stride_));
     bn1_ = add_norm("bn1", planes_);
-    relu_ = register_module("relu", inplace_relu());
     conv2_ = register_module("conv2", conv(planes_, planes_, 3, 1));
     bn2_ = add_norm("bn2", planes_);
     add_shortcut(planes_ * kExpansion, bn2_);
   }
   torch::Tensor forward(torch::Tensor x) {
-    auto out = conv1_->forward(x);
-    out = bn1_.forward(out);
-    out = relu_->forward(out);
-    out = conv2_->forward(out);
-    out = bn2_.forward(out);
-    out += shortcut(x);
-    return relu_->forward(out);
+    auto out = norm_add_relu(bn1_, conv1_->forward(x), {}, options_);
+    return norm_add_relu(bn2_, conv2_->forward(out), shortcut(x), options_);
   }
 
  private:
   nn::Conv2d conv1_{nullptr}, conv2_{nullptr};
   nn::AnyModule bn1_, bn2_;
-  nn::ReLU relu_{nullptr};
 };
 TORCH_MODULE(BasicBlock);
 
@@ -130,26 +134,17 @@ class BottleneckImpl : public ResidualBlock<BottleneckImpl> {
     bn2_ = add_norm("bn2", planes_);
     conv3_ = register_module("conv3", conv(planes_, out, 1, 1));
     bn3_ = add_norm("bn3", out);
-    relu_ = register_module("relu", inplace_relu());
     add_shortcut(out, bn3_);
   }
   torch::Tensor forward(torch::Tensor x) {
-    auto out = conv1_->forward(x);
-    out = bn1_.forward(out);
-    out = relu_->forward(out);
-    out = conv2_->forward(out);
-    out = bn2_.forward(out);
-    out = relu_->forward(out);
-    out = conv3_->forward(out);
-    out = bn3_.forward(out);
-    out += shortcut(x);
-    return relu_->forward(out);
+    auto out = norm_add_relu(bn1_, conv1_->forward(x), {}, options_);
+    out = norm_add_relu(bn2_, conv2_->forward(out), {}, options_);
+    return norm_add_relu(bn3_, conv3_->forward(out), shortcut(x), options_);
   }
 
  private:
   nn::Conv2d conv1_{nullptr}, conv2_{nullptr}, conv3_{nullptr};
   nn::AnyModule bn1_, bn2_, bn3_;
-  nn::ReLU relu_{nullptr};
 };
 TORCH_MODULE(Bottleneck);
 
@@ -184,7 +179,6 @@ void ResNetImpl::reset() {
   conv1_ = register_module("conv1", conv(o.in_channels, 64, 7, 2));
   bn1_ = norm_layer(64, o);
   register_module("bn1", bn1_.ptr());
-  relu_ = register_module("relu", inplace_relu());
   maxpool_ =
       register_module("maxpool", nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).padding(1)));
   int channels = 64;
@@ -201,9 +195,7 @@ void ResNetImpl::reset() {
 }
 
 torch::Tensor ResNetImpl::forward(torch::Tensor x) {
-  x = conv1_->forward(x);
-  x = bn1_.forward(x);
-  x = relu_->forward(x);
+  x = norm_add_relu(bn1_, conv1_->forward(x), {}, options_);
   x = maxpool_->forward(x);
   for (auto& layer : layers_) x = layer->forward(x);
   x = torch::flatten(avgpool_->forward(x), 1);

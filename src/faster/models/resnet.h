@@ -31,6 +31,9 @@ struct ResNetOptions {
   // sync_all_reduce); Norm::kNone is refused.  The state names are the same either way.
   Norm norm = Norm::kBatch;
   AllReduceSum sync_all_reduce;
+  // BatchNorm -> (+ residual) -> ReLU as cuDNN's fused kernels where they apply (fp16 channels-last
+  // training on CUDA, models/batchnorm_relu.h); false: LibTorch's ops one by one everywhere.
+  bool fused = true;
 };
 
 // Cloneable, as is every block inside it, so DataParallel can replicate it onto several GPUs.
@@ -46,7 +49,6 @@ class ResNetImpl : public torch::nn::Cloneable<ResNetImpl>, public Classifier {
   ResNetOptions options_;
   torch::nn::Conv2d conv1_{nullptr};
   torch::nn::AnyModule bn1_;  // BatchNorm2d or SyncBatchNorm2d
-  torch::nn::ReLU relu_{nullptr};
   torch::nn::MaxPool2d maxpool_{nullptr};
   std::array<torch::nn::Sequential, 4> layers_{nullptr, nullptr, nullptr, nullptr};  // layer1..4
   torch::nn::AdaptiveAvgPool2d avgpool_{nullptr};

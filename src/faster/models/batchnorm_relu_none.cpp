@@ -1,0 +1,17 @@
+// Builds without CUDA: ResNet always runs LibTorch's BatchNorm2d, add and ReLU.
+#include "faster/core/error.h"
+#include "faster/models/batchnorm_relu.h"
+
+namespace faster::models {
+
+bool fused_batch_norm_relu_applies(const torch::Tensor&, const torch::nn::BatchNorm2dImpl&,
+                                   const torch::Tensor&) {
+  return false;
+}
+
+torch::Tensor fused_batch_norm_relu(const torch::Tensor&, torch::nn::BatchNorm2dImpl&,
+                                    const torch::Tensor&) {
+  FASTER_THROW("fused BatchNorm + ReLU needs a CUDA build of faster");
+}
+
+}  // namespace faster::models

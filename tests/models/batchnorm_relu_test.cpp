@@ -1,0 +1,142 @@
+// cuDNN's fused BatchNorm -> (+ residual) -> ReLU (CUDA builds, run on the GPU machine; skipped
+// where no GPU is visible) against relu(batch_norm(x) + z) in double precision on the CPU from the
+// same fp16 inputs: output, running statistics and the gradients of x, z, weight and bias; and a
+// whole ResNet-18 training step fused against unfused.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "faster/models/batchnorm_relu.h"
+#include "faster/models/resnet.h"
+#include "faster/train/amp.h"
+#include "support/test_support.h"
+
+namespace faster::models {
+namespace {
+
+// Largest |a - b| relative to the largest |b|.
+double relative_error(const torch::Tensor& a, const torch::Tensor& b) {
+  const auto ad = a.to(torch::kCPU, torch::kDouble), bd = b.to(torch::kCPU, torch::kDouble);
+  return (ad - bd).abs().max().item<double>() / std::max(bd.abs().max().item<double>(), 1e-12);
+}
+
+void check_case(int64_t n, int64_t c, int64_t hw, bool residual) {
+  SCOPED_TRACE(::testing::Message()
+               << n << "x" << c << "x" << hw << "x" << hw << (residual ? " with residual" : ""));
+  torch::manual_seed(3);
+  const auto cl = torch::MemoryFormat::ChannelsLast;
+  const auto half = [&](double shift) {
+    return (torch::randn({n, c, hw, hw}) + shift).to(torch::kHalf).to(torch::kCUDA).contiguous(cl);
+  };
+  auto x = half(0.2).requires_grad_(true);
+  auto z = residual ? half(0.0).requires_grad_(true) : torch::Tensor();
+  const auto dout = half(0.0);
+  torch::nn::BatchNorm2d bn(c);
+  bn->to(torch::kCUDA);
+  {
+    torch::NoGradGuard no_grad;
+    bn->weight.uniform_(0.5, 1.5);
+    bn->bias.uniform_(-0.5, 0.5);
+  }
+  const auto rm0 = bn->running_mean.clone(), rv0 = bn->running_var.clone();
+  ASSERT_TRUE(fused_batch_norm_relu_applies(x, *bn, z));
+  auto y = fused_batch_norm_relu(x, *bn, z);
+  y.backward(dout);
+
+  // Reference: double precision on the CPU from the same rounded values.
+  const auto cpu = [](const torch::Tensor& t) {
+    return t.detach().to(torch::kCPU, torch::kDouble).contiguous().requires_grad_(true);
+  };
+  auto xr = cpu(x), zr = residual ? cpu(z) : torch::Tensor(), gr = cpu(bn->weight),
+       br = cpu(bn->bias);
+  auto rmr = rm0.to(torch::kCPU, torch::kDouble), rvr = rv0.to(torch::kCPU, torch::kDouble);
+  namespace F = torch::nn::functional;
+  auto ref = F::batch_norm(
+      xr, rmr, rvr,
+      F::BatchNormFuncOptions().weight(gr).bias(br).training(true).momentum(0.1).eps(1e-5));
+  if (residual) ref = ref + zr;
+  ref = ref.relu();
+  ref.backward(dout.to(torch::kCPU, torch::kDouble));
+
+  // fp16 output: a few of its ulps; statistics in float; gradients through fp16 data.
+  EXPECT_LT(relative_error(y, ref), 2e-3);
+  EXPECT_LT(relative_error(bn->running_mean, rmr), 1e-4);
+  EXPECT_LT(relative_error(bn->running_var, rvr), 1e-4);
+  EXPECT_EQ(bn->num_batches_tracked.item<int64_t>(), 1);
+  EXPECT_LT(relative_error(x.grad(), xr.grad()), 1e-2);
+  if (residual) EXPECT_LT(relative_error(z.grad(), zr.grad()), 2e-3);
+  EXPECT_LT(relative_error(bn->weight.grad(), gr.grad()), 1e-2);
+  EXPECT_LT(relative_error(bn->bias.grad(), br.grad()), 1e-2);
+}
+
+TEST(FusedBatchNormRelu, MatchesBatchNormAddReluInDouble) {
+  SKIP_WITHOUT_GPU();
+  check_case(8, 64, 14, false);
+  check_case(8, 64, 14, true);
+  check_case(4, 256, 7, true);
+  check_case(2, 2048, 7, true);
+}
+
+TEST(FusedBatchNormRelu, AppliesOnlyWhereItCan) {
+  SKIP_WITHOUT_GPU();
+  torch::nn::BatchNorm2d bn(8);
+  bn->to(torch::kCUDA);
+  const auto cl = torch::MemoryFormat::ChannelsLast;
+  const auto x = torch::randn({2, 8, 5, 5}, torch::kCUDA).to(torch::kHalf).contiguous(cl);
+  EXPECT_TRUE(fused_batch_norm_relu_applies(x, *bn));
+  EXPECT_FALSE(fused_batch_norm_relu_applies(x.contiguous(), *bn));       // NCHW
+  EXPECT_FALSE(fused_batch_norm_relu_applies(x.to(torch::kFloat), *bn));  // not fp16
+  EXPECT_FALSE(fused_batch_norm_relu_applies(x, *bn, x.contiguous()));    // NCHW residual
+  torch::nn::BatchNorm2d odd(6);
+  odd->to(torch::kCUDA);
+  EXPECT_FALSE(fused_batch_norm_relu_applies(x.narrow(1, 0, 6).contiguous(cl), *odd));
+  bn->eval();
+  EXPECT_FALSE(fused_batch_norm_relu_applies(x, *bn));
+}
+
+// A whole ResNet-18 step (fp16 autocast, channels last): the fused and the unfused model, from the
+// same weights and batch, give the same loss and gradients within fp16 rounding.
+TEST(FusedBatchNormRelu, ResNetStepMatchesUnfused) {
+  SKIP_WITHOUT_GPU();
+  ResNetOptions o;
+  o.depth = 18, o.classes = 10;
+  torch::manual_seed(1);
+  ResNet fused(o);
+  o.fused = false;
+  ResNet plain(o);
+  {
+    torch::NoGradGuard no_grad;
+    auto a = fused->parameters(), b = plain->parameters();
+    for (size_t i = 0; i < a.size(); ++i) b[i].copy_(a[i]);
+  }
+  const auto cl = torch::MemoryFormat::ChannelsLast;
+  fused->to(torch::kCUDA), plain->to(torch::kCUDA);
+  for (auto* m : {&fused, &plain})
+    for (auto& p : (*m)->parameters())
+      if (p.dim() == 4) p.set_data(p.data().contiguous(cl));
+  const auto x = torch::randn({16, 3, 64, 64}, torch::kCUDA).contiguous(cl);
+  const auto y =
+      torch::randint(0, 10, {16}, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kLong));
+  std::vector<double> losses;
+  for (auto* m : {&fused, &plain}) {
+    torch::Tensor loss;
+    {
+      train::AutocastScope autocast(c10::DeviceType::CUDA, train::Precision::kFloat16);
+      loss = torch::nn::functional::cross_entropy((*m)->forward(x), y);
+    }
+    loss.backward();
+    losses.push_back(loss.item<double>());
+  }
+  EXPECT_NEAR(losses[0], losses[1], 2e-3 * std::abs(losses[1]));
+  auto a = fused->named_parameters(), b = plain->named_parameters();
+  for (const auto& kv : a) {
+    SCOPED_TRACE(kv.key());
+    EXPECT_LT(relative_error(kv.value().grad(), b[kv.key()].grad()), 5e-2);
+  }
+  auto ab = fused->named_buffers(), bb = plain->named_buffers();
+  for (const auto& kv : ab)
+    if (kv.value().is_floating_point())
+      EXPECT_LT(relative_error(kv.value(), bb[kv.key()]), 1e-2) << kv.key();
+}
+
+}  // namespace
+}  // namespace faster::models
