@@ -127,6 +127,21 @@ struct LoaderPlan {
   int val_res = 0, val_resize = 0;
 };
 
+// The model's channels (a gray array repeated into RGB), NHWC batches for a channels-last model
+// (JPEG data: the ring is laid out so), the decoder, the validation sizes.
+LoaderPlan plan_loaders(const TrainOptions& o, const TrainingData& d, int model_channels,
+                        torch::Device device) {
+  LoaderPlan plan;
+  plan.channels = model_channels != d.channels() ? model_channels : 0;
+  plan.layout = o.channels_last && !d.arrays() ? data::Layout::kNHWC : data::Layout::kNCHW;
+  const bool nvjpeg =
+      o.decode == Decode::kNvjpeg || (o.decode == Decode::kAuto && device.is_cuda());
+  plan.decode = nvjpeg ? data::DecodeOn::kNvjpeg : data::DecodeOn::kCpu;
+  plan.val_res = val_res_of(o, d);
+  plan.val_resize = val_resize_of(o, plan.val_res);
+  return plan;
+}
+
 std::unique_ptr<data::Loader> make_loader(const TrainOptions& o, const TrainingData& d,
                                           const LoaderPlan& plan, torch::Device device,
                                           const WorldInfo& w, bool train) {
@@ -231,14 +246,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   mo.fused = o.fused;
   if (o.sync_bn)
     mo.sync_all_reduce = [dd = dist.get()](torch::Tensor& t) { dd->all_reduce_sum(t); };
-  LoaderPlan plan;
-  plan.channels = mo.in_channels != d.channels() ? mo.in_channels : 0;
-  plan.layout = o.channels_last && !d.arrays() ? data::Layout::kNHWC : data::Layout::kNCHW;
-  const bool nvjpeg =
-      o.decode == Decode::kNvjpeg || (o.decode == Decode::kAuto && device.is_cuda());
-  plan.decode = nvjpeg ? data::DecodeOn::kNvjpeg : data::DecodeOn::kCpu;
-  plan.val_res = val_res_of(o, d);
-  plan.val_resize = val_resize_of(o, plan.val_res);
+  const LoaderPlan plan = plan_loaders(o, d, mo.in_channels, device);
   const int min_side = models::min_input_size(mo);
   const int smallest_res =
       d.arrays() && o.res.res == 0
@@ -468,14 +476,7 @@ EvalReport evaluate(const EvalOptions& e) {
   o.decode = e.decode;
   o.val_res = e.val_res;
   o.val_resize = e.val_resize;
-  LoaderPlan plan;
-  plan.channels = mo.in_channels != d.channels() ? mo.in_channels : 0;
-  plan.layout = e.channels_last && !d.arrays() ? data::Layout::kNHWC : data::Layout::kNCHW;
-  const bool nvjpeg =
-      e.decode == Decode::kNvjpeg || (e.decode == Decode::kAuto && device.is_cuda());
-  plan.decode = nvjpeg ? data::DecodeOn::kNvjpeg : data::DecodeOn::kCpu;
-  plan.val_res = val_res_of(o, d);
-  plan.val_resize = val_resize_of(o, plan.val_res);
+  const LoaderPlan plan = plan_loaders(o, d, mo.in_channels, device);
   Stepper stepper(model, o, device, nullptr, {}, models::input_normalization(mo.name),
                   mo.in_channels, plan.layout == data::Layout::kNHWC);
   auto loader = make_loader(o, d, plan, device, WorldInfo{}, false);
