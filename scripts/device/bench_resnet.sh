@@ -10,7 +10,10 @@
 #              configurations), then FixRes: the same weights evaluated at higher resolutions
 # Usage: scripts/device/bench_resnet.sh PEERS_DIR FMNIST_DIR OUT_DIR
 # Environment: FASTER (default build-cuda/faster), PHASES, ROOT, CLASSES, PER_CLASS, RUNS, MODELS,
-#              EPOCHS (speed runs), PEER_AMP (peer precision flags), ACC_* as above.
+#              EPOCHS (speed runs), VARIANTS (';'-separated extra faster flags, one run each per
+#              round), SPEED_FLAGS (for all), PEER=0 / PEER_SYNTHETIC=0 (skip the peer runs),
+#              PEER_AMP (peer precision flags), ACC_* as above, GPU_DEFAULT=1 (also run `faster train`
+#              with no flags, the README's job).
 set -uo pipefail
 peers=$1 fmnist=$2 out=$3
 cd "$(dirname "$0")/../.."
@@ -66,19 +69,23 @@ if [[ " $PHASES " == *" speed "* ]]; then
   synth "$ROOT" "$CLASSES" "$PER_CLASS" 10
   echo "== decode floor"
   $FASTER load "$ROOT/train" --decode-only --floor-images 500 --json "$out/floor.json" | tail -2
+  IFS=';' read -r -a variants <<< "${VARIANTS:- }"
   for model in $MODELS; do
     for i in $(seq "$RUNS"); do
-      $FASTER train --data "$ROOT" --model $model --fast --epochs "$EPOCHS" --batch 256 ${SPEED_FLAGS:-} \
-        --json "$out/speed_${model}_$i.json" > "$out/speed_${model}_$i.log" 2>&1 &&
-        echo "faster $model run $i: $(rate "$out/speed_${model}_$i.json")" ||
-        echo "faster $model run $i: FAILED $(tail -2 "$out/speed_${model}_$i.log" | tr '\n' ' ')"
+      for v in "${!variants[@]}"; do
+        read -r -a flags <<< "${variants[$v]}"
+        name="${model}_v${v}_$i"
+        $FASTER train --data "$ROOT" --model $model --fast --epochs "$EPOCHS" --batch 256 \
+          ${SPEED_FLAGS:-} "${flags[@]}" --json "$out/speed_$name.json" > "$out/speed_$name.log" 2>&1 &&
+          echo "faster $model [${variants[$v]}] run $i: $(rate "$out/speed_$name.json")" ||
+          echo "faster $model [${variants[$v]}] run $i: FAILED $(tail -2 "$out/speed_$name.log" | tr '\n' ' ')"
+      done
+      [ "${PEER:-1}" = 1 ] || continue
       python3 "$peers/ref_imagenet.py" "$ROOT" --arch $model --epochs "$EPOCHS" --batch 256 \
         --workers 16 --channels-last ${PEER_AMP:---amp} --no-val > "$out/peer_${model}_$i.log" 2>&1
       echo "peer $model run $i: $(grep -h RESULT "$out/peer_${model}_$i.log" || tail -2 "$out/peer_${model}_$i.log")"
     done
-    $FASTER train --data "$ROOT" --model $model --fast --no-fuse --epochs "$EPOCHS" --batch 256 \
-      ${SPEED_FLAGS:-} --json "$out/speed_${model}_nofuse.json" > "$out/speed_${model}_nofuse.log" 2>&1 &&
-      echo "faster $model --no-fuse: $(rate "$out/speed_${model}_nofuse.json")"
+    [ "${PEER_SYNTHETIC:-1}" = 1 ] || continue
     python3 "$peers/ref_imagenet.py" "$ROOT" --arch $model --loader synthetic --steps 100 --epochs 2 \
       --batch 256 --channels-last ${PEER_AMP:---amp} --no-val > "$out/peer_${model}_synthetic.log" 2>&1
     echo "peer $model model alone: $(grep -h RESULT "$out/peer_${model}_synthetic.log")"
@@ -94,7 +101,7 @@ if [[ " $PHASES " == *" accuracy "* ]]; then
     for data in jpeg idx; do
       src=$jpegs; [ $data = idx ] && src=$fmnist
       $FASTER train --data "$src" --model resnet18 --res "$ACC_RES" --val-resize "$ACC_RES" \
-        --epochs "$ACC_EPOCHS" --batch 256 --fast --save "$out/acc_${c}_$data.pt" "${flags[@]}" \
+        --epochs "$ACC_EPOCHS" --batch 256 --fast ${SPEED_FLAGS:-} --save "$out/acc_${c}_$data.pt" "${flags[@]}" \
         --log-dir "$out/acc_${c}_$data" --json "$out/acc_${c}_$data.json" > "$out/acc_${c}_$data.log" 2>&1
       echo "accuracy [${configs[$c]}] $data: $(grep -h '^done' "$out/acc_${c}_$data.log" || tail -2 "$out/acc_${c}_$data.log")"
     done
@@ -104,4 +111,9 @@ if [[ " $PHASES " == *" accuracy "* ]]; then
       echo "fixres [${configs[$c]}] eval at $r: $(tail -1 "$out/fixres_${c}_$r.log")"
     done
   done
+fi
+
+if [ "${GPU_DEFAULT:-0}" = 1 ]; then
+  $FASTER train --data "$fmnist" > "$out/default.log" 2>&1
+  echo "default run:"; grep -v '%.*batch' "$out/default.log" | tail -3
 fi
