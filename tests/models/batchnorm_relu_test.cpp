@@ -98,7 +98,7 @@ TEST(FusedBatchNormRelu, AppliesOnlyWhereItCan) {
 TEST(FusedBatchNormRelu, ResNetStepMatchesUnfused) {
   SKIP_WITHOUT_GPU();
   ResNetOptions o;
-  o.depth = 18, o.classes = 10;
+  o.depth = 18, o.classes = 10, o.fused = true;
   torch::manual_seed(1);
   ResNet fused(o);
   o.fused = false;

@@ -199,6 +199,9 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_flag("--no-fuse", f.no_fuse,
                 "Run ReLU and BatchNorm as LibTorch's separate ops instead of faster's fused CUDA "
                 "kernels (one read of the conv output per pass; used on CUDA by default)");
+  cmd->add_flag("--fused-bn", o.fused_bn,
+                "ResNets (experimental, not yet measured): BatchNorm -> (+ residual) -> ReLU as "
+                "cuDNN's fused batch-norm kernels in fp16 channels-last training");
   auto* par = cmd->add_option_group("Parallel training");
   add_enum_option(par, "--parallel", o.parallel, train::kParallelNames,
                   "none; dp: DataParallel, one process over --gpus GPUs; ddp: "

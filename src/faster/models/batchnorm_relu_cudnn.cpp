@@ -202,8 +202,10 @@ torch::Tensor fused_batch_norm_relu(const torch::Tensor& x, torch::nn::BatchNorm
     torch::NoGradGuard no_grad;
     bn.num_batches_tracked.add_(1);
   }
-  return BatchNormReluFunction::apply(x, bn.weight, bn.bias, residual, bn.running_mean,
-                                      bn.running_var, *bn.options.momentum(), bn.options.eps());
+  // Every tensor a custom autograd function takes must be defined: "no residual" is an empty one.
+  const auto z = residual.defined() ? residual : torch::empty({0}, x.options());
+  return BatchNormReluFunction::apply(x, bn.weight, bn.bias, z, bn.running_mean, bn.running_var,
+                                      *bn.options.momentum(), bn.options.eps());
 }
 
 }  // namespace faster::models

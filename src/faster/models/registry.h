@@ -24,8 +24,10 @@ struct ModelOptions {
   std::vector<int> blocks{3, 3, 2};
   std::vector<int> filters{32, 64, 128};
   bool fused = true;
-  // ResNets: zero the last BatchNorm weight of each residual block (each starts as the identity).
+  // ResNets: zero the last BatchNorm weight of each residual block (each starts as the identity);
+  // BatchNorm -> (+ residual) -> ReLU as cuDNN's fused kernels (experimental, off by default).
   bool zero_init_residual = false;
+  bool fused_bn = false;
 };
 
 // Builds the named architecture; throws faster::Error naming the problem (unknown name, options

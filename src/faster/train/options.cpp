@@ -181,6 +181,7 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"cuda_graph", o.cuda_graph},
           {"norm", enum_name(models::kNormNames, o.norm)},
           {"fused_relu_bn", o.fused},
+          {"fused_bn", o.fused_bn},
           {"parallel", enum_name(kParallelNames, o.parallel)},
           {"sync_bn", o.sync_bn}};
 }

@@ -96,6 +96,7 @@ struct TrainOptions {
   std::string mode_name = "custom";          // label for reports ("baseline", "fast", ...)
   models::Norm norm = models::Norm::kBatch;  // ThinNet's normalization: batch or none
   bool fused = true;  // ReLU + BatchNorm as faster's fused CUDA kernels (models/relu_batchnorm.h)
+  bool fused_bn = false;  // ResNets: cuDNN's fused BatchNorm + ReLU (experimental; batchnorm_relu.h)
 
   // Parallel training (train/parallel): DDP ranks are launched by --nproc, torchrun or Slurm.
   Parallel parallel = Parallel::kNone;
