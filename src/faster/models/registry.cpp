@@ -36,6 +36,7 @@ Model make_resnet(const std::string& name, const ModelOptions& o) {
 
 struct Entry {
   std::string name;
+  Family family;
   std::function<Model(const ModelOptions&)> make;
   std::function<int(const ModelOptions&)> min_input_size;
   data::Normalization norm;
@@ -50,14 +51,15 @@ data::Normalization unit_normalization() {
 const std::vector<Entry>& registry() {
   static const std::vector<Entry> entries = [] {
     std::vector<Entry> e = {
-        {"thinnet",
+        {"thinnet", Family::kThinNet,
          [](const ModelOptions& o) { return Model(ThinNet(thinnet_options(o)).ptr(), "thinnet"); },
          [](const ModelOptions& o) { return thinnet_options(o).min_input_size(); },
          unit_normalization()},
     };
     // Any side works (the last stage's map pools to 1x1); below 32 px it is 1x1 from layer3 on.
     for (const auto& name : resnet_names())
-      e.push_back({name, [name](const ModelOptions& o) { return make_resnet(name, o); },
+      e.push_back({name, Family::kResNet,
+                   [name](const ModelOptions& o) { return make_resnet(name, o); },
                    [](const ModelOptions&) { return 1; }, data::Normalization{}});
     return e;
   }();
@@ -86,6 +88,14 @@ std::vector<std::string> model_names() {
 
 int min_input_size(const ModelOptions& options) {
   return find(options.name).min_input_size(options);
+}
+
+Family family(const std::string& name) {
+  return find(name).family;
+}
+
+int input_channels(const std::string& name, int data_channels) {
+  return family(name) == Family::kResNet ? 3 : data_channels;
 }
 
 data::Normalization input_normalization(const std::string& name) {

@@ -37,6 +37,15 @@ Model make_model(const ModelOptions& options);
 // The registered names, in the order `--help` lists them.
 std::vector<std::string> model_names();
 
+// What a training run needs to know of an architecture without building it.
+enum class Family {
+  kThinNet,  // the seed's small network: takes the data's channels, x / 255
+  kResNet,   // torchvision's ResNets: RGB input (a gray image repeated), ImageNet mean and std
+};
+Family family(const std::string& name);
+// The channels the architecture takes for data of `data_channels` channels.
+int input_channels(const std::string& name, int data_channels);
+
 // The smallest image side the architecture accepts (ThinNet's unpadded convs shrink the map).
 int min_input_size(const ModelOptions& options);
 

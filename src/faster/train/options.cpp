@@ -9,13 +9,14 @@
 
 #include "faster/core/error.h"
 #include "faster/core/gpu_info.h"
+#include "faster/models/registry.h"
 #include "faster/train/parallel/data_parallel.h"
 #include "faster/train/step_graph.h"
 
 namespace faster::train {
 
 Recipe default_recipe(const std::string& model) {
-  return model == "thinnet" ? Recipe::kSeed : Recipe::kImagenet;
+  return models::family(model) == models::Family::kThinNet ? Recipe::kSeed : Recipe::kImagenet;
 }
 
 TrainOptions recipe_options(Recipe recipe) {
@@ -46,7 +47,7 @@ void apply_fast_mode(TrainOptions& o) {
   // vs 0.28 s) and its first epoch, with cuDNN's plan set-up, is shorter (BENCHMARKS.md).  ResNets,
   // fp16: cuDNN's channels-last BatchNorm kernels take fp16, not bf16, and the shapes stay static
   // for the whole run, so tuning them once (cuDNN benchmark, full batch only) pays.
-  const bool thinnet = o.model == "thinnet";
+  const bool thinnet = models::family(o.model) == models::Family::kThinNet;
   o.precision = thinnet ? Precision::kBFloat16 : Precision::kFloat16;
   o.cudnn_benchmark = o.cudnn_benchmark || !thinnet;
   o.channels_last = true;

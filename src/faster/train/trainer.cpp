@@ -234,12 +234,11 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
                  d.arrays() ? "--res (crops)" : "JPEG data", " use --loader host");
   if (o.lr_per_256 > 0) o.sgd.lr = o.lr_per_256 * static_cast<double>(o.batch * world.world) / 256;
 
-  const bool thinnet = o.model == "thinnet";
   models::ModelOptions mo;
   mo.name = o.model;
   mo.classes = static_cast<int>(d.classes.size());
   // ResNets take RGB (a gray array is repeated into 3 channels, as a gray JPEG decodes).
-  mo.in_channels = thinnet ? d.channels() : 3;
+  mo.in_channels = models::input_channels(o.model, d.channels());
   mo.blocks = o.blocks;
   mo.filters = o.filters;
   mo.norm = o.sync_bn ? models::Norm::kSync : o.norm;
