@@ -9,15 +9,16 @@
 #include <thread>
 #include <vector>
 
+#include "faster/core/file.h"
+
 namespace faster::data {
 
 std::string evict_from_page_cache(const Source& source) {
   const int64_t advised = source.evict_page_cache();
   std::string done = "posix_fadvise(DONTNEED) on " + std::to_string(advised) + " file(s)";
   ::sync();
-  FILE* f = std::fopen("/proc/sys/vm/drop_caches", "w");
-  const bool dropped = f && std::fputs("1\n", f) >= 0 && std::fclose(f) == 0;
-  if (f && !dropped) std::fclose(f);
+  File f("/proc/sys/vm/drop_caches", "w");
+  const bool dropped = f && std::fputs("1\n", f.get()) >= 0 && f.close() == 0;
   return done + (dropped ? " + drop_caches" : " (drop_caches not permitted here)");
 }
 
