@@ -1,2 +1,3 @@
 # tests/cli
+list(APPEND FASTER_BASE_TEST_SOURCES cli/front_test.cpp)
 list(APPEND FASTER_TORCH_TEST_SOURCES cli/cli_test.cpp)

@@ -1,14 +1,10 @@
-// The tools' building blocks: atomic writes, the nesting check, the parallel loop.
+// The tools' building blocks: atomic writes, the nesting check.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <stdexcept>
 #include <string>
-#include <vector>
 
 #include "faster/core/error.h"
 #include "faster/tools/file_io.h"
-#include "faster/tools/parallel.h"
 #include "faster/tools/tree.h"
 #include "support/test_support.h"
 
@@ -88,23 +84,6 @@ TEST(Tree, RefusesSameOrNestedTreesEitherWay) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--out "), std::string::npos) << e.what();
   }
-}
-
-TEST(Parallel, VisitsEveryIndexOnceAndRethrowsTheFirstError) {
-  std::vector<std::atomic<int>> hits(1000);
-  parallel_for(4, 1000, [&](int worker, int64_t i) {
-    ASSERT_LT(worker, 4);
-    ++hits[static_cast<size_t>(i)];
-  });
-  for (auto& h : hits) EXPECT_EQ(h.load(), 1);
-  std::atomic<int> calls{0};
-  EXPECT_THROW(parallel_for(3, 100000,
-                            [&](int, int64_t i) {
-                              ++calls;
-                              if (i == 10) throw std::runtime_error("boom");
-                            }),
-               std::runtime_error);
-  EXPECT_LT(calls.load(), 100000);  // the others stopped taking work
 }
 
 }  // namespace

@@ -1,8 +1,13 @@
 // Subcommand registry: each cli/cmd_*.cpp registers itself, so adding a command touches one file.
+// Two programs are built from it (cli/files.cmake lists which commands go where): `faster` runs the
+// commands that need no LibTorch itself, so they start in milliseconds, and execs faster-torch,
+// built beside it, for the others; it knows their names and descriptions from a table that
+// faster-torch's own registry writes at build time (torch_commands()).
 #pragma once
 
 #include <CLI/CLI.hpp>
 
+#include <exception>
 #include <functional>
 #include <string>
 #include <vector>
@@ -25,6 +30,26 @@ struct Command {
 std::vector<Command>& commands();
 bool register_command(int order, AddCommand add);
 
+// A command of faster-torch as `faster` lists it.
+struct CommandSummary {
+  int order;
+  const char* name;
+  const char* description;
+};
+// faster-torch's commands: generated at build time by `faster-torch --command-table` (only in
+// `faster`).
+const std::vector<CommandSummary>& torch_commands();
+// This program's registered commands as the C++ source of torch_commands().
+std::string command_table_source();
+
+// Parses the command line and runs the registered command; returns its exit code.
+int run_command_line(int argc, char** argv);
+// What each main() returns: `body`'s exit code, or, when it throws, 1 after one line on stderr
+// ("faster: error: ...", and a HINT line where there is one); `message` gives that line for an
+// exception other than faster::Error.
+int exit_code_of(const std::function<int()>& body,
+                 const std::function<std::string(const std::exception&)>& message);
+
 // An option whose value is one name of `table`, parsed into `value` as the flag is read; a wrong
 // name ends with faster's one-line error ("--flag must be a or b (got 'x')").
 template <typename E, size_t N>
@@ -39,8 +64,11 @@ CLI::Option* add_enum_option(CLI::App* cmd, const std::string& flag, E& value,
       ->default_str(enum_name(table, value));
 }
 
-// Path of the running faster program (to start more of it: bench runs, DDP ranks).
+// Path of the `faster` program (to start more of it: bench runs, DDP ranks); in faster-torch, the
+// `faster` beside it, so that the new processes show as `faster train ...` like the first.
 std::string self_exe();
+// Path of faster-torch, beside this program.
+std::string torch_exe();
 
 }  // namespace faster::cli
 

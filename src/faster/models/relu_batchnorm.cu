@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <initializer_list>
 
+#include "faster/core/cuda_check.h"
 #include "faster/core/error.h"
 #include "faster/models/relu_batchnorm_kernels.h"
 
@@ -287,8 +288,9 @@ __global__ void apply_nchw(const T* __restrict__ y, const T* __restrict__ g, T* 
 int sm_count() {
   static const int n = [] {
     int device = 0, count = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device);
+    FASTER_CHECK_CUDA(cudaGetDevice(&device), "query of the current device");
+    FASTER_CHECK_CUDA(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device),
+                      "query of the SM count");
     return std::max(count, 1);
   }();
   return n;
@@ -314,11 +316,6 @@ int max_splits() {
 
 int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
-}
-
-void check_launch(const char* what) {
-  const cudaError_t err = cudaGetLastError();
-  FASTER_CHECK(err == cudaSuccess, what, ": ", cudaGetErrorString(err));
 }
 
 // The reduce and apply launches of one direction, for element type T.
@@ -437,7 +434,7 @@ void relu_bn_forward(const NormShape& s, const void* y, void* out, const float* 
         momentum, eps, save_mean, save_invstd, p.coef);
     launch.template apply<false>(p.v, y, nullptr, out, p.coef);
   });
-  check_launch("relu_bn_forward");
+  FASTER_CHECK_CUDA(cudaGetLastError(), "launch of relu_bn_forward");
 }
 
 void relu_bn_backward(const NormShape& s, const void* y, const void* dout, void* dy,
@@ -451,7 +448,7 @@ void relu_bn_backward(const NormShape& s, const void* y, const void* dout, void*
         dbeta, p.coef);
     launch.template apply<true>(p.v, y, dout, dy, p.coef);
   });
-  check_launch("relu_bn_backward");
+  FASTER_CHECK_CUDA(cudaGetLastError(), "launch of relu_bn_backward");
 }
 
 void relu_bn_inference(const NormShape& s, const void* y, void* out, const float* gamma,
@@ -463,7 +460,7 @@ void relu_bn_inference(const NormShape& s, const void* y, void* out, const float
         static_cast<int>(s.c), gamma, beta, running_mean, running_var, eps, p.coef);
     launch.template apply<false>(p.v, y, nullptr, out, p.coef);
   });
-  check_launch("relu_bn_inference");
+  FASTER_CHECK_CUDA(cudaGetLastError(), "launch of relu_bn_inference");
 }
 
 }  // namespace faster::models::kernels

@@ -15,11 +15,11 @@
 #include <nlohmann/json.hpp>
 
 #include "faster/core/error.h"
+#include "faster/core/parallel.h"
 #include "faster/core/progress.h"
 #include "faster/core/timer.h"
 #include "faster/data/decode/jpeg_encoder.h"
 #include "faster/tools/file_io.h"
-#include "faster/tools/parallel.h"
 #include "faster/tools/tree.h"
 
 namespace faster::tools {

@@ -16,6 +16,7 @@
 
 #include "faster/core/error.h"
 #include "faster/core/log.h"
+#include "faster/core/parallel.h"
 #include "faster/core/progress.h"
 #include "faster/core/timer.h"
 #include "faster/data/sources/folder_source.h"
@@ -23,7 +24,6 @@
 #include "faster/data/sources/lmdb_writer.h"
 #include "faster/tools/downscale.h"
 #include "faster/tools/file_io.h"
-#include "faster/tools/parallel.h"
 #include "faster/tools/tree.h"
 
 namespace faster::tools {

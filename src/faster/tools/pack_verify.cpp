@@ -6,13 +6,13 @@
 #include <optional>
 
 #include "faster/core/error.h"
+#include "faster/core/parallel.h"
 #include "faster/core/progress.h"
 #include "faster/data/decode/jpeg_decoder.h"
 #include "faster/data/sources/lmdb_check.h"
 #include "faster/data/sources/lmdb_env.h"
 #include "faster/data/sources/lmdb_format.h"
 #include "faster/tools/pack.h"
-#include "faster/tools/parallel.h"
 
 namespace faster::tools {
 namespace fs = std::filesystem;

@@ -17,12 +17,12 @@
 
 #include "faster/core/error.h"
 #include "faster/core/log.h"
+#include "faster/core/parallel.h"
 #include "faster/core/progress.h"
 #include "faster/core/timer.h"
 #include "faster/data/sources/image_tree.h"
 #include "faster/tools/downscale.h"
 #include "faster/tools/file_io.h"
-#include "faster/tools/parallel.h"
 #include "faster/tools/resize_state.h"
 #include "faster/tools/tree.h"
 

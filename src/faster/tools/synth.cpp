@@ -11,11 +11,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 #include "faster/core/error.h"
+#include "faster/core/parallel.h"
 #include "faster/core/progress.h"
 #include "faster/core/timer.h"
 #include "faster/data/decode/jpeg_encoder.h"
@@ -255,51 +254,34 @@ SynthSummary synth_dataset(const SynthOptions& o) {
   if (o.quality < 1 || o.quality > 100)
     FASTER_THROW("synth: --quality must be in 1..100 (got ", o.quality, ")");
   const std::vector<Job> jobs = plan(o);
-  const int workers = o.workers > 0
-                          ? o.workers
-                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int64_t n = static_cast<int64_t>(jobs.size());
   Timer timer;
-  std::atomic<int64_t> next{0}, bytes{0}, pixels{0}, width_sum{0}, height_sum{0};
-  std::atomic<bool> failed{false};
-  std::string error;
-  std::mutex error_mutex;
-  Progress progress("synth", static_cast<int64_t>(jobs.size()), "img");
-  auto work = [&] {
+  std::atomic<int64_t> bytes{0}, pixels{0}, width_sum{0}, height_sum{0};
+  Progress progress("synth", n, "img");
+  struct Worker {  // each thread's encoder and buffers, reused from image to image
     data::JpegEncoder encoder;
     data::ImageBuffer image;
     std::vector<uint8_t> encoded;
-    data::JpegEncodeOptions opts;
-    opts.quality = o.quality;
-    for (int64_t i; !failed && (i = next++) < static_cast<int64_t>(jobs.size());) {
-      try {
-        const Job& job = jobs[i];
-        int w, h;
-        synth_size(o.seed, job.index, w, h);
-        render_synth_image(o.seed, job.label, job.index, w, h, image);
-        encoder.encode(image.view(), opts, encoded);
-        write_atomically(job.path, encoded);
-        bytes += static_cast<int64_t>(encoded.size());
-        pixels += int64_t{w} * h;
-        width_sum += w;
-        height_sum += h;
-        if (o.progress) progress.add();
-      } catch (const std::exception& e) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (!failed.exchange(true)) error = e.what();
-      }
-    }
   };
-  std::vector<std::thread> threads;
-  for (int t = 0; t < workers; ++t) threads.emplace_back(work);
-  for (auto& t : threads) t.join();
+  std::vector<Worker> workers(static_cast<size_t>(worker_count(o.workers, n)));
+  data::JpegEncodeOptions opts;
+  opts.quality = o.quality;
+  parallel_for(static_cast<int>(workers.size()), n, [&](int worker, int64_t i) {
+    Worker& w = workers[static_cast<size_t>(worker)];
+    const Job& job = jobs[static_cast<size_t>(i)];
+    int width, height;
+    synth_size(o.seed, job.index, width, height);
+    render_synth_image(o.seed, job.label, job.index, width, height, w.image);
+    w.encoder.encode(w.image.view(), opts, w.encoded);
+    write_atomically(job.path, w.encoded);
+    bytes += static_cast<int64_t>(w.encoded.size());
+    pixels += int64_t{width} * height;
+    width_sum += width;
+    height_sum += height;
+    if (o.progress) progress.add();
+  });
   if (o.progress) progress.finish();
-  if (failed) throw Error(error);
-  return {static_cast<int64_t>(jobs.size()),
-          bytes.load(),
-          timer.seconds(),
-          pixels.load(),
-          width_sum.load(),
-          height_sum.load()};
+  return {n, bytes.load(), timer.seconds(), pixels.load(), width_sum.load(), height_sum.load()};
 }
 
 }  // namespace faster::tools

@@ -3,6 +3,7 @@
 // downscales of random-resized-crop), with the weights of Resampler::compute_axis.
 #include <cuda_runtime.h>
 
+#include "faster/core/cuda_check.h"
 #include "faster/core/error.h"
 #include "faster/data/augment/crop_resize_gpu.h"
 
@@ -91,8 +92,7 @@ void crop_resize_gpu(const GpuCrop* crops, int n, int size, bool nchw, uint8_t* 
   const dim3 grid((size * size + threads - 1) / threads, n);
   crop_resize_kernel<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(crops, size, nchw,
                                                                               out);
-  const cudaError_t err = cudaGetLastError();
-  FASTER_CHECK(err == cudaSuccess, "crop_resize_gpu: ", cudaGetErrorString(err));
+  FASTER_CHECK_CUDA(cudaGetLastError(), "launch of crop_resize_gpu");
 }
 
 }  // namespace faster::data

@@ -16,48 +16,13 @@
 
 #include <algorithm>
 
+#include "faster/core/cuda_check.h"
 #include "faster/core/error.h"
 #include "faster/data/augment/crop_resize_gpu.h"
 #include "faster/data/decode/nvjpeg_decoder.h"
 
 namespace faster::data {
 namespace {
-
-const char* status_name(nvjpegStatus_t s) {
-  switch (s) {
-    case NVJPEG_STATUS_SUCCESS:
-      return "success";
-    case NVJPEG_STATUS_NOT_INITIALIZED:
-      return "not initialized";
-    case NVJPEG_STATUS_INVALID_PARAMETER:
-      return "invalid parameter";
-    case NVJPEG_STATUS_BAD_JPEG:
-      return "bad JPEG";
-    case NVJPEG_STATUS_JPEG_NOT_SUPPORTED:
-      return "JPEG not supported";
-    case NVJPEG_STATUS_ALLOCATOR_FAILURE:
-      return "allocator failure";
-    case NVJPEG_STATUS_EXECUTION_FAILED:
-      return "execution failed";
-    case NVJPEG_STATUS_ARCH_MISMATCH:
-      return "no such decoder on this GPU";
-    case NVJPEG_STATUS_INTERNAL_ERROR:
-      return "internal error";
-    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED:
-      return "not implemented";
-    default:
-      return "error";
-  }
-}
-
-void check(nvjpegStatus_t s, const char* what) {
-  if (s != NVJPEG_STATUS_SUCCESS)
-    FASTER_THROW("nvJPEG ", what, " failed: ", status_name(s), " (", static_cast<int>(s), ")");
-}
-
-void check_cuda(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) FASTER_THROW("CUDA ", what, " failed: ", cudaGetErrorString(e));
-}
 
 constexpr size_t kAlign = 256;
 size_t aligned(size_t n) {
@@ -117,11 +82,12 @@ NvjpegDecoder::NvjpegDecoder(torch::Device device, int max_batch) {
       m.engines = m.cores = 0;
   } else {
     m.handle = nullptr;
-    check(nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, NVJPEG_FLAGS_DEFAULT, &m.handle),
-          "create");
+    FASTER_CHECK_NVJPEG(
+        nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, NVJPEG_FLAGS_DEFAULT, &m.handle),
+        "create");
   }
-  check(nvjpegJpegStateCreate(m.handle, &m.state), "state create");
-  check(nvjpegJpegStreamCreate(m.handle, &m.bitstream), "bitstream create");
+  FASTER_CHECK_NVJPEG(nvjpegJpegStateCreate(m.handle, &m.state), "state create");
+  FASTER_CHECK_NVJPEG(nvjpegJpegStreamCreate(m.handle, &m.bitstream), "bitstream create");
   if (m.hardware)  // a size hint for the hardware decoder's buffers; they still grow as needed
     (void)nvjpegDecodeBatchedPreAllocate(m.handle, m.state, std::max(1, max_batch), 512, 512,
                                          NVJPEG_CSS_444, NVJPEG_OUTPUT_RGBI);
@@ -202,7 +168,7 @@ torch::Tensor NvjpegDecoder::decode(const std::vector<GpuJpeg>& jobs, int batch,
     s = nvjpegDecodeBatched(m.handle, m.state, m.data.data(), m.lengths.data(), m.images.data(),
                             stream);
   if (s != NVJPEG_STATUS_SUCCESS) {  // no per-image status: the CPU redoes the whole batch
-    check_cuda(cudaStreamSynchronize(stream), "synchronize after a failed nvJPEG batch");
+    FASTER_CHECK_CUDA(cudaStreamSynchronize(stream), "synchronize after a failed nvJPEG batch");
     for (int i : m.taken) refused.push_back(i);
     std::sort(refused.begin(), refused.end());
     return out;
@@ -210,11 +176,11 @@ torch::Tensor NvjpegDecoder::decode(const std::vector<GpuJpeg>& jobs, int batch,
   m.reserve(m.crops, sizeof(GpuCrop) * n);
   auto* crops = reinterpret_cast<GpuCrop*>(m.crops.data_ptr<uint8_t>());
   // From pageable memory: returns once staged, so host_crops may be reused right away.
-  check_cuda(cudaMemcpyAsync(crops, m.host_crops.data(), sizeof(GpuCrop) * n,
-                             cudaMemcpyHostToDevice, stream),
-             "copy of crop records");
+  FASTER_CHECK_CUDA(cudaMemcpyAsync(crops, m.host_crops.data(), sizeof(GpuCrop) * n,
+                                    cudaMemcpyHostToDevice, stream),
+                    "copy of crop records");
   crop_resize_gpu(crops, n, size, layout == Layout::kNCHW, out.data_ptr<uint8_t>(), stream);
-  check_cuda(cudaStreamSynchronize(stream), "nvJPEG decode and resize");
+  FASTER_CHECK_CUDA(cudaStreamSynchronize(stream), "nvJPEG decode and resize");
   return out;  // refused is in ascending order: filled by the loop above
 }
 
@@ -225,7 +191,7 @@ void NvjpegDecoder::upload(const torch::Tensor& host, const std::vector<int>& po
   c10::cuda::CUDAGuard guard(m.device);
   c10::cuda::CUDAStreamGuard on_stream(m.stream);
   for (int p : positions) out[p].copy_(host[p], /*non_blocking=*/true);
-  check_cuda(cudaStreamSynchronize(m.stream.stream()), "upload of CPU-decoded images");
+  FASTER_CHECK_CUDA(cudaStreamSynchronize(m.stream.stream()), "upload of CPU-decoded images");
 }
 
 void NvjpegDecoder::record_use(const torch::Tensor& t) {

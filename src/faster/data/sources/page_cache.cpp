@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <thread>
 #include <vector>
+
+#include "faster/core/file.h"
+#include "faster/core/parallel.h"
 
 namespace faster::data {
 
@@ -15,28 +17,24 @@ std::string evict_from_page_cache(const Source& source) {
   const int64_t advised = source.evict_page_cache();
   std::string done = "posix_fadvise(DONTNEED) on " + std::to_string(advised) + " file(s)";
   ::sync();
-  FILE* f = std::fopen("/proc/sys/vm/drop_caches", "w");
-  const bool dropped = f && std::fputs("1\n", f) >= 0 && std::fclose(f) == 0;
-  if (f && !dropped) std::fclose(f);
+  File f("/proc/sys/vm/drop_caches", "w");
+  const bool dropped = f && std::fputs("1\n", f.get()) >= 0 && f.close() == 0;
   return done + (dropped ? " + drop_caches" : " (drop_caches not permitted here)");
 }
 
 int64_t prefetch_into_page_cache(const Source& source, int threads) {
-  std::atomic<int64_t> next{0}, bytes{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < std::max(1, threads); ++t)
-    pool.emplace_back([&] {
-      Sample s;
-      for (int64_t i; (i = next++) < source.size();) {
-        try {
-          source.get(i, s);
-          bytes += static_cast<int64_t>(s.bytes.size());
-        } catch (const std::exception&) {
-          // unreadable samples are the loader's to report
-        }
-      }
-    });
-  for (auto& t : pool) t.join();
+  const int workers = worker_count(std::max(1, threads), source.size());
+  std::vector<Sample> samples(static_cast<size_t>(workers));  // each worker's buffer
+  std::atomic<int64_t> bytes{0};
+  parallel_for(workers, source.size(), [&](int worker, int64_t i) {
+    Sample& s = samples[static_cast<size_t>(worker)];
+    try {
+      source.get(i, s);
+      bytes += static_cast<int64_t>(s.bytes.size());
+    } catch (const std::exception&) {
+      // unreadable samples are the loader's to report
+    }
+  });
   return bytes;
 }
 

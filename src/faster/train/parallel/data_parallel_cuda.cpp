@@ -6,9 +6,7 @@
 #include <torch/nn/parallel/data_parallel.h>
 #include <torch/torch.h>
 
-#include <exception>
-#include <thread>
-
+#include "faster/core/parallel.h"
 #include "faster/train/parallel/data_parallel.h"
 
 namespace faster::train {
@@ -23,24 +21,16 @@ torch::Tensor data_parallel_forward(const models::Model& model, const torch::Ten
   auto replicas = torch::nn::parallel::replicate(model.ptr(), devices);
   const size_t n = std::min(inputs.size(), replicas.size());
   std::vector<torch::autograd::Variable> outputs(n);
-  std::vector<std::exception_ptr> errors(n);
   const bool grad_mode = torch::GradMode::is_enabled();
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < n; ++i) {
-    threads.emplace_back([&, i] {
-      try {
-        torch::AutoGradMode grad(grad_mode);
-        c10::cuda::CUDAGuard guard(devices[i]);
-        AutocastScope autocast(c10::DeviceType::CUDA, precision, /*cache=*/true);
-        outputs[i] = models::classifier_of(*replicas[i]).forward(inputs[i]);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  // A thread per replica (the caller's among them), so the devices' launches overlap; qualified,
+  // since ATen has a parallel_for of its own.
+  faster::parallel_for(static_cast<int>(n), static_cast<int64_t>(n), [&](int, int64_t index) {
+    const auto i = static_cast<size_t>(index);
+    torch::AutoGradMode grad(grad_mode);
+    c10::cuda::CUDAGuard guard(devices[i]);
+    AutocastScope autocast(c10::DeviceType::CUDA, precision, /*cache=*/true);
+    outputs[i] = models::classifier_of(*replicas[i]).forward(inputs[i]);
+  });
   return torch::autograd::Gather(devices[0], /*dim=*/0).apply(std::move(outputs)).front();
 }
 

@@ -1,5 +1,6 @@
-// A parallel loop for the dataset tools: `workers` threads take indices from a shared counter (so
-// a slow image never holds up a fixed share of the work), and the first error stops everyone.
+// A parallel loop for every layer (tools, the page-cache prefetch, DataParallel's replicas):
+// `workers` threads take indices from a shared counter (so a slow item never holds up a fixed
+// share of the work), and the first error stops everyone.
 #pragma once
 
 #include <algorithm>
@@ -10,14 +11,14 @@
 #include <thread>
 #include <vector>
 
-namespace faster::tools {
+namespace faster {
 
 // Threads to use when the user did not say: every core.
 inline int default_workers() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-// The threads a tool runs for `items` items: what the user asked (0: every core), at least one,
+// The threads to run for `items` items: what the user asked (0: every core), at least one,
 // never more than there are items.
 inline int worker_count(int requested, int64_t items) {
   return static_cast<int>(std::clamp<int64_t>(requested > 0 ? requested : default_workers(), 1,
@@ -52,4 +53,4 @@ void parallel_for(int workers, int64_t count, Fn&& fn) {
   if (error) std::rethrow_exception(error);
 }
 
-}  // namespace faster::tools
+}  // namespace faster

@@ -1,0 +1,133 @@
+// The registry and the main() that both programs share: builds the registered commands into one
+// CLI11 app, parses, runs, and turns errors into one line on stderr and a non-zero exit code.
+#include "faster/cli/command.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "faster/core/error.h"
+
+namespace faster::cli {
+namespace fs = std::filesystem;
+
+std::vector<Command>& commands() {
+  static std::vector<Command> all;
+  return all;
+}
+
+bool register_command(int order, AddCommand add) {
+  commands().push_back({order, std::move(add)});
+  return true;
+}
+
+namespace {
+
+fs::path program_dir() {
+  std::error_code ec;
+  const auto p = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) FASTER_THROW("cannot find the faster program (/proc/self/exe)");
+  return p.parent_path();
+}
+
+// The registered commands, in order, as subcommands of `app`; returns each one's CLI11 app.
+std::vector<std::pair<int, CLI::App*>> add_commands(CLI::App& app, int& exit_code) {
+  auto& all = commands();
+  std::sort(all.begin(), all.end(),
+            [](const Command& a, const Command& b) { return a.order < b.order; });
+  std::vector<std::pair<int, CLI::App*>> added;
+  for (auto& c : all) {
+    c.add(app, exit_code);
+    added.emplace_back(c.order, app.get_subcommands({}).back());
+  }
+  return added;
+}
+
+// `s` as a C++ raw string literal (a description holding ")text" would fail the build, loudly).
+std::string literal(const std::string& s) {
+  return "R\"text(" + s + ")text\"";
+}
+
+}  // namespace
+
+int run_command_line(int argc, char** argv) {
+  CLI::App app{
+      "faster: fast image-classifier training on one multi-GPU machine, and beyond.\n"
+      "Run 'faster <command> --help' for the flags of a command."};
+  app.name("faster");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string(FASTER_VERSION));
+  int exit_code = 0;
+  add_commands(app, exit_code);
+  std::string names;
+  bool known = false;
+  for (auto* sub : app.get_subcommands({})) {
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+    known = known || (argc > 1 && sub->get_name() == argv[1]);
+  }
+  if (argc > 1 && argv[1][0] != '-' && !known) {
+    std::fprintf(stderr, "faster: error: unknown command '%s' (commands: %s)\n", argv[1],
+                 names.c_str());
+    return 2;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string where = "faster";
+    for (auto* sub : app.get_subcommands()) where += " " + sub->get_name();
+    std::fprintf(stderr, "faster: error: %s (see '%s --help')\n", e.what(), where.c_str());
+    return e.get_exit_code() == 0 ? 2 : e.get_exit_code();
+  }
+  return exit_code;
+}
+
+std::string self_exe() {
+  return (program_dir() / FASTER_PROGRAM).string();
+}
+
+std::string torch_exe() {
+  return (program_dir() / FASTER_TORCH_PROGRAM).string();
+}
+
+std::string command_table_source() {
+  CLI::App app;
+  int exit_code = 0;
+  std::string rows;
+  for (const auto& [order, sub] : add_commands(app, exit_code))
+    rows += "    {" + std::to_string(order) + ", " + literal(sub->get_name()) + ",\n     " +
+            literal(sub->get_description()) + "},\n";
+  return "// Generated at build time by `" FASTER_TORCH_PROGRAM
+         " --command-table`: its commands, as `faster --help`\n"
+         "// lists them.  Do not edit.\n"
+         "#include \"faster/cli/command.h\"\n\n"
+         "namespace faster::cli {\n\n"
+         "const std::vector<CommandSummary>& torch_commands() {\n"
+         "  static const std::vector<CommandSummary> table{\n" +
+         rows +
+         "  };\n"
+         "  return table;\n"
+         "}\n\n"
+         "}  // namespace faster::cli\n";
+}
+
+int exit_code_of(const std::function<int()>& body,
+                 const std::function<std::string(const std::exception&)>& message) {
+  try {
+    return body();
+  } catch (const Error& e) {
+    std::fprintf(stderr, "faster: error: %s\n", e.what());
+    if (!e.hint().empty()) std::fprintf(stderr, "HINT: %s\n", e.hint().c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "faster: error: %s\n", message(e).c_str());
+  }
+  return 1;
+}
+
+}  // namespace faster::cli
