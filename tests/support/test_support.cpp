@@ -3,16 +3,18 @@
 
 #include <dlfcn.h>
 #include <execinfo.h>
+#include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #include <array>
-#include <map>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -86,6 +88,32 @@ RunResult run_faster(const std::string& args) {
 
 RunResult run_faster_env(const std::string& env, const std::string& args) {
   return run_shell("env " + env + " FASTER_PROGRESS=plain " + std::string(FASTER_BIN) + " " + args);
+}
+
+namespace {
+pid_t spawn_shell(const std::string& line) {
+  const char* argv[] = {"/bin/sh", "-c", line.c_str(), nullptr};
+  pid_t pid;
+  if (posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) != 0)
+    throw std::runtime_error("cannot start /bin/sh -c " + line);
+  return pid;
+}
+
+int exit_code_of(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+}  // namespace
+
+Measured run_measured(const std::string& command, const std::filesystem::path& log) {
+  const pid_t pid = spawn_shell(command + " > '" + log.string() + "' 2>&1");
+  int status = 0;
+  rusage usage{};
+  Measured m;
+  if (::wait4(pid, &status, 0, &usage) != pid) return m;
+  m.exit_code = exit_code_of(status);
+  m.max_rss_kb = usage.ru_maxrss;
+  m.output = read_file(log);
+  return m;
 }
 
 std::string read_file(const std::filesystem::path& path) {

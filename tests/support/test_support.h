@@ -32,6 +32,15 @@ RunResult run_faster_env(const std::string& env, const std::string& args);
 // Runs a shell command, capturing stdout+stderr.
 RunResult run_shell(const std::string& command);
 
+// A child's exit code, output and peak resident memory.
+struct Measured {
+  int exit_code = -1;
+  std::string output;
+  long max_rss_kb = 0;  // of the child and the descendants it waited for (wait4's rusage)
+};
+// Runs a shell command as a child of its own, for its peak memory; `log` receives the output.
+Measured run_measured(const std::string& command, const std::filesystem::path& log);
+
 std::string read_file(const std::filesystem::path& path);
 void write_file(const std::filesystem::path& path, const std::string& bytes);
 
