@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include <random>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "faster/data/sources/array_dataset.h"
 #include "faster/tools/file_io.h"
@@ -114,6 +116,32 @@ Measured run_measured(const std::string& command, const std::filesystem::path& l
   m.max_rss_kb = usage.ru_maxrss;
   m.output = read_file(log);
   return m;
+}
+
+bool kill_when(const std::string& command, const std::filesystem::path& log,
+               const std::function<bool(pid_t)>& ready, double timeout_s) {
+  const pid_t pid = spawn_shell("exec " + command + " > '" + log.string() + "' 2>&1");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    const bool timed_out = std::chrono::steady_clock::now() > deadline;
+    if (timed_out || ready(pid)) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return !timed_out && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
+int64_t bytes_read(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/io");
+  std::string key;
+  int64_t value;
+  while (in >> key >> value)
+    if (key == "rchar:") return value;
+  return -1;
 }
 
 std::string read_file(const std::filesystem::path& path) {
