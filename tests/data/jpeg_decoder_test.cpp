@@ -1,11 +1,14 @@
 // JPEG decoder against libjpeg's own full decode: region-of-interest decoding, DCT scaling, colour
 // spaces, and every kind of bad input the loader must survive.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
 #include "data/jpeg_fixtures.h"
+#include "data/jpeg_mutations.h"
 #include "faster/core/error.h"
 #include "faster/data/augment/resample.h"
 #include "faster/data/decode/jpeg_decoder.h"
@@ -219,6 +222,49 @@ TEST(JpegDecoder, RefusesHeadersClaimingMoreBlocksThanTheDataHolds) {
     }
   // Headers only (microseconds each): nothing image-sized was allocated or zeroed.
   EXPECT_LT(open_ms, 40.0);
+}
+
+// 200 seeded mutations of two valid files (data/jpeg_mutations.h): each decodes whole at the size
+// its header gives, or is refused with a faster::Error of one line; never a crash, another
+// exception, or a decode slower than a second (a valid one takes about a millisecond).  A
+// truncated file is always refused.  Memory: a mutated header can only claim what the block check
+// lets a file of about 20 KB claim (a few megapixels: 40 MB at most for a progressive file's
+// coefficients and pixels), so the peak grows by less than 64 MB.
+TEST(JpegDecoder, DecodesOrRefusesEveryMutationQuickly) {
+  rusage before{}, after{};
+  getrusage(RUSAGE_SELF, &before);
+  JpegDecoder decoder;
+  ImageBuffer out;
+  int decoded = 0, refused = 0;
+  double slowest_ms = 0;
+  for (uint32_t seed = 0; seed < test::kMutations; ++seed) {
+    SCOPED_TRACE("mutation " + std::to_string(seed));
+    const std::vector<uint8_t> bytes = test::mutate_jpeg(seed);
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      decoder.decode_all(bytes.data(), bytes.size(), out);
+      EXPECT_EQ(out.width(), decoder.info().width);
+      EXPECT_EQ(out.height(), decoder.info().height);
+      EXPECT_EQ(out.channels(), 3);
+      EXPECT_NE(test::mutation_kind(seed), test::Mutation::kTruncate);
+      ++decoded;
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_FALSE(what.empty());
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+      ++refused;
+    }
+    slowest_ms =
+        std::max(slowest_ms,
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                     .count());
+  }
+  getrusage(RUSAGE_SELF, &after);
+  EXPECT_EQ(decoded + refused, static_cast<int>(test::kMutations));
+  EXPECT_GE(decoded, 20);  // both outcomes well represented: the mix tests both paths
+  EXPECT_GE(refused, 20);
+  EXPECT_LT(slowest_ms, 1000.0);
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 * 1024) << "KB";
 }
 
 // The bound is a true lower bound: with optimized Huffman tables a flat image spends exactly one

@@ -3,19 +3,23 @@
 
 #include <dlfcn.h>
 #include <execinfo.h>
+#include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #include <array>
-#include <map>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "faster/data/sources/array_dataset.h"
 #include "faster/tools/file_io.h"
@@ -86,6 +90,58 @@ RunResult run_faster(const std::string& args) {
 
 RunResult run_faster_env(const std::string& env, const std::string& args) {
   return run_shell("env " + env + " FASTER_PROGRESS=plain " + std::string(FASTER_BIN) + " " + args);
+}
+
+namespace {
+pid_t spawn_shell(const std::string& line) {
+  const char* argv[] = {"/bin/sh", "-c", line.c_str(), nullptr};
+  pid_t pid;
+  if (posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) != 0)
+    throw std::runtime_error("cannot start /bin/sh -c " + line);
+  return pid;
+}
+
+int exit_code_of(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+}  // namespace
+
+Measured run_measured(const std::string& command, const std::filesystem::path& log) {
+  const pid_t pid = spawn_shell(command + " > '" + log.string() + "' 2>&1");
+  int status = 0;
+  rusage usage{};
+  Measured m;
+  if (::wait4(pid, &status, 0, &usage) != pid) return m;
+  m.exit_code = exit_code_of(status);
+  m.max_rss_kb = usage.ru_maxrss;
+  m.output = read_file(log);
+  return m;
+}
+
+bool kill_when(const std::string& command, const std::filesystem::path& log,
+               const std::function<bool(pid_t)>& ready, double timeout_s) {
+  const pid_t pid = spawn_shell("exec " + command + " > '" + log.string() + "' 2>&1");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    const bool timed_out = std::chrono::steady_clock::now() > deadline;
+    if (timed_out || ready(pid)) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return !timed_out && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
+int64_t bytes_read(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/io");
+  std::string key;
+  int64_t value;
+  while (in >> key >> value)
+    if (key == "rchar:") return value;
+  return -1;
 }
 
 std::string read_file(const std::filesystem::path& path) {

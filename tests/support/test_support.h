@@ -1,7 +1,11 @@
 // Helpers shared by the tests: temporary folders, running the `faster` program, reading files.
 #pragma once
 
+#include <sys/types.h>
+
+#include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 namespace faster::test {
@@ -31,6 +35,24 @@ RunResult run_faster(const std::string& args);
 RunResult run_faster_env(const std::string& env, const std::string& args);
 // Runs a shell command, capturing stdout+stderr.
 RunResult run_shell(const std::string& command);
+
+// A child's exit code, output and peak resident memory.
+struct Measured {
+  int exit_code = -1;
+  std::string output;
+  long max_rss_kb = 0;  // of the child and the descendants it waited for (wait4's rusage)
+};
+// Runs a shell command as a child of its own, for its peak memory; `log` receives the output.
+Measured run_measured(const std::string& command, const std::filesystem::path& log);
+
+// Starts `command` (a shell line; the shell execs it, so its process is the one watched), polls
+// `ready(pid)` every millisecond while it runs and sends it SIGKILL once that holds.  Returns
+// whether it was killed: false if it ended first, or ran timeout_s without `ready` holding (it is
+// killed then too, and the caller's assertion fails).  Its output goes to `log`.
+bool kill_when(const std::string& command, const std::filesystem::path& log,
+               const std::function<bool(pid_t)>& ready, double timeout_s = 60);
+// Bytes a live process has read so far (rchar in /proc/PID/io); -1 if that cannot be read.
+int64_t bytes_read(pid_t pid);
 
 std::string read_file(const std::filesystem::path& path);
 void write_file(const std::filesystem::path& path, const std::string& bytes);

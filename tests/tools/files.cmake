@@ -6,5 +6,6 @@ list(APPEND FASTER_BASE_TEST_SOURCES
   tools/resize_test.cpp
   tools/pack_test.cpp
   tools/odd_trees_test.cpp
+  tools/mutated_jpegs_test.cpp
 )
 list(APPEND FASTER_BASE_TEST_SOURCES tools/export_test.cpp)

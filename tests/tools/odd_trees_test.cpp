@@ -4,9 +4,6 @@
 // finish, see each of the five images once, and name what it left out.  And files whose headers
 // claim 9999x9999 pixels over tens of KB, which must cost `load` no memory.
 #include <gtest/gtest.h>
-#include <spawn.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -109,29 +106,6 @@ TEST(OddTrees, ResizeMirrorsEachImageOnceAndReportsWhatIsNotAFile) {
       << report;
   EXPECT_NE(report.find("a/socket.jpg\tnot a regular file (a socket)\tskipped"), std::string::npos)
       << report;
-}
-
-struct Measured {
-  int exit_code = -1;
-  std::string output;
-  long max_rss_kb = 0;
-};
-
-// Runs a shell command as a child of its own, for its peak memory (wait4's rusage).
-Measured run_measured(const std::string& command, const fs::path& log) {
-  const std::string line = command + " > '" + log.string() + "' 2>&1";
-  const char* argv[] = {"/bin/sh", "-c", line.c_str(), nullptr};
-  Measured m;
-  pid_t pid;
-  if (posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) != 0)
-    return m;
-  int status = 0;
-  rusage usage{};
-  ::wait4(pid, &status, 0, &usage);
-  m.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  m.max_rss_kb = usage.ru_maxrss;
-  m.output = read_file(log);
-  return m;
 }
 
 // Eight headers claiming 9999x9999 pixels over tens of KB of data (under the 100 MP cap) cost

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -13,6 +14,7 @@
 #include "faster/data/sources/lmdb_env.h"
 #include "faster/data/sources/lmdb_format.h"
 #include "faster/data/sources/lmdb_source.h"
+#include "faster/tools/file_io.h"
 #include "faster/tools/pack.h"
 #include "tools/tool_fixtures.h"
 
@@ -183,6 +185,85 @@ TEST(Pack, FullDiskSaysSoAndWhereAndLeavesNothing) {
   const size_t at = r.output.find("exit=1\n");
   ASSERT_NE(at, std::string::npos) << r.output;
   EXPECT_EQ(r.output.substr(at), "exit=1\n") << r.output;
+}
+
+// kill -9 early, with the temporary database just created; in the middle, half the images read;
+// late, all but the last large one read; and while committing, every image read and the records
+// being written (a commit that ends before the kill lands is no failure).  Each re-run starts over
+// and clears what the last left; a fifth finishes.  After every kill --out holds nothing, or a
+// database that verifies whole if the kill came after the rename; the last run's counts add up,
+// --verify passes with a record per good image, and they are those of a run never interrupted.
+TEST(Pack, RunsKilledEarlyMiddleLateAndCommittingLeaveNothingHalfDone) {
+  TempDir tmp;
+  const InterruptTree tree(tmp / "src");
+  const fs::path db = tmp / "db", temp = tmp / ".db.faster-tmp";
+  constexpr int kGood = InterruptTree::kLarge + InterruptTree::kSmall;
+  const std::string cmd = "env FASTER_PROGRESS=plain " + std::string(FASTER_BIN) + " pack --src " +
+                          quoted(tmp / "src") + " --out " + quoted(db) + " --max-size " +
+                          std::to_string(InterruptTree::kMaxSize) + " --workers 2";
+  const auto reading = [](int64_t bytes) {
+    return [bytes](pid_t pid) { return bytes_read(pid) >= bytes; };
+  };
+  const auto committing = [&](pid_t pid) {
+    std::error_code ec;
+    return bytes_read(pid) >= tree.bytes &&
+           (fs::file_size(temp / "data.mdb", ec) > 2 * 4096 || fs::exists(db));  // past the metas
+  };
+  const int64_t last = static_cast<int64_t>(tree.large.size());
+  struct Kill {
+    std::string when;
+    std::function<bool(pid_t)> ready;
+  };
+  for (const Kill& k : {Kill{"early", [&](pid_t) { return fs::exists(temp / "data.mdb"); }},
+                        Kill{"in the middle", reading(tree.bytes / 2)},
+                        Kill{"late", reading(tree.bytes - last)}, Kill{"committing", committing}}) {
+    SCOPED_TRACE("killed " + k.when);
+    const bool killed = kill_when(cmd, tmp / "log", k.ready);
+    if (k.when != "committing") ASSERT_TRUE(killed) << read_file(tmp / "log");
+    if (!fs::exists(db)) continue;
+    const tools::VerifyReport whole = tools::verify_database(db, 1, false);
+    EXPECT_TRUE(whole.ok());
+    EXPECT_EQ(whole.records, kGood);
+    tools::remove_tree(db);  // so that the next run packs again
+  }
+
+  const RunResult r = run_shell(cmd);
+  EXPECT_EQ(r.exit_code, 3) << r.output;  // packed, two bad images left out
+  long long files = -1, classes = -1, packed = -1, downscaled = -1, bad = -1;
+  const size_t at = r.output.find("pack: ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  ASSERT_EQ(std::sscanf(r.output.c_str() + at,
+                        "pack: %lld images, %lld classes into %*s in %*s (%*s img/s): %lld packed "
+                        "(%lld downscaled), %lld bad",
+                        &files, &classes, &packed, &downscaled, &bad),
+            5)
+      << r.output;
+  EXPECT_EQ(files, InterruptTree::kImages);
+  EXPECT_EQ(classes, 4);
+  EXPECT_EQ(packed, kGood);
+  EXPECT_EQ(downscaled, InterruptTree::kLarge);
+  EXPECT_EQ(packed + bad, files);
+  EXPECT_FALSE(fs::exists(temp));
+  const RunResult v = run_faster("pack --verify " + quoted(db));
+  EXPECT_EQ(v.exit_code, 0) << v.output;
+  const std::string good = std::to_string(kGood);
+  EXPECT_NE(v.output.find(good + " records (metadata: " + good + "), 4 classes"), std::string::npos)
+      << v.output;
+
+  tools::PackOptions o;
+  o.src = tmp / "src";
+  o.out = tmp / "reference";
+  o.max_size = InterruptTree::kMaxSize;
+  o.progress = false;
+  tools::pack_folder(o);
+  const data::LmdbSource packed_db(db), reference(o.out);
+  ASSERT_EQ(packed_db.size(), reference.size());
+  data::Sample a, b;
+  for (int64_t i = 0; i < reference.size(); ++i) {
+    packed_db.get(i, a);
+    reference.get(i, b);
+    EXPECT_TRUE(a.bytes == b.bytes && a.label == b.label) << "record " << i;
+  }
 }
 
 // Opens the packed database for writing, as damage by another program would.

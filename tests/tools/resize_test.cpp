@@ -116,35 +116,78 @@ TEST(Resize, ReplacedSourcesAreRedoneWhateverTheirTime) {
   EXPECT_EQ(t.resize().up_to_date, 6);
 }
 
-TEST(Resize, KilledRunLeavesOnlyCompleteFilesAndResumes) {
+// Sources that no output under a final name holds yet: their bytes, which a run reads.
+int64_t bytes_to_do(const fs::path& src, const fs::path& dst) {
+  int64_t bytes = 0;
+  for (const auto& f : all_files(src))
+    if (!fs::exists(dst / f)) bytes += static_cast<int64_t>(fs::file_size(src / f));
+  return bytes;
+}
+
+// kill -9 (no handler runs: only the write protocol keeps names clean) early, with the destination
+// just set up; in the middle, half the sources read; late, all but the last large one read.  Each
+// run resumes the last; a fourth finishes.  After every kill each output under its final name
+// decodes whole at its size (a copy has the source's bytes) and bad images have none; the last run
+// counts exactly those outputs up to date, makes the rest once, and its counts add up to the tree.
+TEST(Resize, RunsKilledEarlyMiddleAndLateResumeAndAddUp) {
   TempDir tmp;
-  // Large images (a few ms each on one worker), so the kill lands in the middle of the run.
-  const std::string big = to_string(make_jpeg(1600, 1200));
-  constexpr int kImages = 40;
-  for (int i = 0; i < kImages; ++i) {
-    fs::create_directories(tmp / "src" / ("c" + std::to_string(i % 4)));
-    write_file(tmp / "src" / ("c" + std::to_string(i % 4)) / (std::to_string(i) + ".JPEG"), big);
-  }
-  const std::string cmd = std::string(FASTER_BIN) + " resize --src " + quoted(tmp / "src") +
-                          " --dst " + quoted(tmp / "dst") + " --max-size 600 --workers 1";
-  // SIGKILL once a few outputs exist: no handler runs, only the write protocol keeps names clean.
-  run_shell("(" + cmd + " >/dev/null 2>&1 & pid=$!; for i in $(seq 1000); do " + "[ $(find " +
-            quoted(tmp / "dst") + " -name '*.JPEG' 2>/dev/null | wc -l) -ge 3 ] " +
-            "&& break; sleep 0.005; done; kill -9 $pid; wait $pid) || true");
-  int complete = 0;
-  for (const auto& f : all_files(tmp / "dst")) {
-    if (fs::path(f).filename().string()[0] == '.') continue;    // manifest, stale temporary
-    EXPECT_EQ(decoded_size(tmp / "dst" / f).height, 600) << f;  // throws if cut short
-    ++complete;
-  }
-  EXPECT_GE(complete, 3);
-  EXPECT_LT(complete, kImages) << "the run finished before it was killed";
+  const fs::path src = tmp / "src", dst = tmp / "dst";
+  const InterruptTree tree(src);
+  const std::string cmd = "env FASTER_PROGRESS=plain " + std::string(FASTER_BIN) +
+                          " resize --src " + quoted(src) + " --dst " + quoted(dst) +
+                          " --max-size " + std::to_string(InterruptTree::kMaxSize) + " --workers 2";
+  const auto complete_outputs = [&](const std::string& after) {
+    int complete = 0;
+    for (const auto& f : all_files(dst)) {
+      if (fs::path(f).filename().string()[0] == '.') continue;  // ours, and temporaries
+      SCOPED_TRACE(after + ": " + f);
+      EXPECT_FALSE(InterruptTree::is_bad(f));
+      if (InterruptTree::is_small(f)) {
+        EXPECT_EQ(read_file(dst / f), tree.small);
+      } else {
+        try {
+          const JpegSize size = decoded_size(dst / f);
+          EXPECT_EQ(size.width, 800);
+          EXPECT_EQ(size.height, 600);
+        } catch (const Error& e) {
+          ADD_FAILURE() << "an output that does not decode: " << e.what();
+        }
+      }
+      ++complete;
+    }
+    return complete;
+  };
+  const auto reading = [](int64_t bytes) {
+    return [bytes](pid_t pid) { return bytes_read(pid) >= bytes; };
+  };
+
+  ASSERT_TRUE(kill_when(cmd, tmp / "log", [&](pid_t) {
+    return fs::exists(dst / tools::kResizeManifest);
+  })) << read_file(tmp / "log");
+  const int early = complete_outputs("killed early");
+  ASSERT_TRUE(kill_when(cmd, tmp / "log", reading(bytes_to_do(src, dst) / 2)));
+  const int middle = complete_outputs("killed in the middle");
+  EXPECT_GT(middle, early);
+  EXPECT_LT(middle, InterruptTree::kLarge + InterruptTree::kSmall);  // it did not finish
+  const int64_t last = static_cast<int64_t>(tree.large.size());
+  ASSERT_TRUE(kill_when(cmd, tmp / "log", reading(bytes_to_do(src, dst) - last)));
+  const int late = complete_outputs("killed late");
+  EXPECT_GE(late, middle);
+
   const RunResult r = run_shell(cmd);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find(std::to_string(complete) + " up to date"), std::string::npos)
-      << complete << "\n"
-      << r.output;
-  EXPECT_EQ(all_files(tmp / "dst").size(), kImages + 3u);  // + manifest, report and state
+  EXPECT_EQ(r.exit_code, 3) << r.output;  // done, two bad images
+  const ResizeCounts c = resize_counts(r.output);
+  EXPECT_EQ(c.files, InterruptTree::kImages) << r.output;
+  EXPECT_EQ(c.up_to_date, late) << r.output;
+  EXPECT_EQ(c.bad, InterruptTree::kBad) << r.output;
+  EXPECT_EQ(c.downscaled + c.copied + c.up_to_date + c.bad, c.files) << r.output;
+  EXPECT_EQ(complete_outputs("the last run"), InterruptTree::kLarge + InterruptTree::kSmall);
+  const std::string state = read_file(dst / tools::kResizeState);  // a header, a line an output
+  EXPECT_EQ(std::count(state.begin(), state.end(), '\n'),
+            1 + InterruptTree::kLarge + InterruptTree::kSmall)
+      << state;
+  for (const auto& f : all_files(dst))
+    EXPECT_EQ(f.find(".faster-tmp"), std::string::npos) << f << " left behind";
 }
 
 TEST(Resize, RefusesDestinationInsideSourceAndTheReverse) {
