@@ -252,11 +252,55 @@ TEST(ImageLoader, ArraysAsStoredEqualTheArraysAndTheDeviceLoader) {
         ASSERT_TRUE(other.has_value());
         EXPECT_EQ(other->size, b.size);
         EXPECT_TRUE(torch::equal(other->labels, b.labels));
-        EXPECT_TRUE(torch::equal(other->images.narrow(0, 0, b.size), b.images.narrow(0, 0, b.size)));
+        EXPECT_TRUE(
+            torch::equal(other->images.narrow(0, 0, b.size), b.images.narrow(0, 0, b.size)));
         seen += b.size;
       }
       EXPECT_FALSE(device->next().has_value());
       EXPECT_EQ(seen, 37);
+    }
+  }
+}
+
+// The synthetic loader (the model alone) delivers what the real loaders would, in count and shape:
+// per rank the batches and samples of a device loader over the same dataset, in the asked layout,
+// one fixed random batch (labels within the classes) at every step, padded rows labelled kPadLabel.
+TEST(SyntheticLoader, DeliversTheRealLoadersCountsAndShapesWithOneBatch) {
+  const auto d = random_arrays(37, 3, 6, 6);
+  for (auto last : {LastBatch::kKeep, LastBatch::kDrop, LastBatch::kPad}) {
+    for (int rank : {0, 1}) {
+      LoaderOptions o;
+      o.batch = 8, o.last_batch = last, o.layout = Layout::kNHWC;
+      o.sampler.rank = rank, o.sampler.world = 2, o.sampler.seed = 3;
+      auto real = make_device_loader(*d, o);
+      auto synthetic = make_synthetic_loader({37, 3, 6, 4}, o);
+      EXPECT_EQ(synthetic->batches_per_epoch(), real->batches_per_epoch());
+      EXPECT_EQ(synthetic->samples_per_epoch(), real->samples_per_epoch());
+      for (int64_t e : {0, 1}) {
+        real->start_epoch(e);
+        synthetic->start_epoch(e);
+        torch::Tensor first;
+        int64_t count = 0;
+        while (auto b = synthetic->next()) {
+          const auto r = real->next();
+          ASSERT_TRUE(r.has_value());
+          EXPECT_EQ(b->size, r->size);
+          ASSERT_EQ(b->images.sizes(), (std::vector<int64_t>{r->images.size(0), 6, 6, 3}));
+          EXPECT_EQ(b->images.scalar_type(), torch::kUInt8);
+          const auto labels = b->labels.narrow(0, 0, b->size);
+          EXPECT_TRUE(((labels >= 0) & (labels < 4)).all().item<bool>());
+          if (b->size < b->labels.size(0))
+            EXPECT_TRUE((b->labels.narrow(0, b->size, b->labels.size(0) - b->size) == kPadLabel)
+                            .all()
+                            .item<bool>());
+          if (!first.defined()) first = b->images.clone();
+          EXPECT_TRUE(torch::equal(b->images, first.narrow(0, 0, b->images.size(0))));
+          ++count;
+        }
+        EXPECT_FALSE(real->next().has_value());
+        EXPECT_EQ(count, real->batches_per_epoch());
+        EXPECT_GT(first.to(torch::kFloat).std().item<double>(), 50);  // random bytes, not zeros
+      }
     }
   }
 }
@@ -269,8 +313,8 @@ TEST(ImageLoader, GrayArraysBecomeRgbAndTakeTheTrainTransform) {
   o.sampler.shuffle = false;
   ImageLoader rgb(std::make_shared<ArraySource>(d), o);
   const auto b = epoch(rgb, 0).at(0);
-  const auto all = torch::from_blob(const_cast<uint8_t*>(d->images.data()), {10, 1, 28, 28},
-                                    torch::kUInt8);
+  const auto all =
+      torch::from_blob(const_cast<uint8_t*>(d->images.data()), {10, 1, 28, 28}, torch::kUInt8);
   EXPECT_TRUE(torch::equal(b.images, all.expand({10, 3, 28, 28})));
   o.transform = Transform::kTrain, o.size = 32, o.layout = Layout::kNHWC;
   ImageLoader crops(std::make_shared<ArraySource>(d), o);
@@ -282,10 +326,9 @@ TEST(ImageLoader, GrayArraysBecomeRgbAndTakeTheTrainTransform) {
     ImageBuffer out;
     out.reshape(32, 32, 1);
     const ImageView src{d->images.data() + c.indices[i] * 784, 28, 28, 1, 28};
-    Resampler().resample(src,
-                         {double(t.crop.x), double(t.crop.y), double(t.crop.width),
-                          double(t.crop.height)},
-                         out.mutable_view(), o.filter);
+    Resampler().resample(
+        src, {double(t.crop.x), double(t.crop.y), double(t.crop.width), double(t.crop.height)},
+        out.mutable_view(), o.filter);
     std::vector<uint8_t> want(32 * 32 * 3);
     store_uint8(out.view(), t.flip, Layout::kNHWC, want.data(), 3);
     const auto got = c.images[i].contiguous();

@@ -161,9 +161,11 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
                   "bf16 (no scaler)");
   cmd->add_flag("--channels-last", o.channels_last, "NHWC memory format for weights and inputs");
   add_enum_option(cmd, "--loader", o.loader, train::kLoaderNames,
-                  "Small datasets: host (worker threads fill pinned batches copied on a side "
-                  "stream) or device (the whole dataset lives on the device as uint8 and batches "
-                  "are gathered there; no crops)");
+                  "host (worker threads fill pinned batches copied on a side stream, or nvJPEG "
+                  "decodes on the GPU), device (small datasets: the whole dataset lives on the "
+                  "device as uint8 and batches are gathered there; no crops) or synthetic (the "
+                  "model alone: one random batch of the training shape at every step, nothing "
+                  "read or decoded; validation still reads the data)");
   cmd->add_option("--workers", o.workers,
                   "Loader threads (default: 4 for small datasets, all cores for JPEG data)");
   add_enum_option(cmd, "--last-batch", o.last_batch, kTrainLastBatch,

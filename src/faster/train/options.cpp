@@ -42,7 +42,7 @@ TrainOptions recipe_options(Recipe recipe) {
 
 void apply_fast_mode(TrainOptions& o) {
   // Small datasets as stored live on the GPU; crops and JPEGs take the image loader.
-  if (o.res.res == 0) o.loader = LoaderKind::kDevice;
+  if (o.res.res == 0 && o.loader != LoaderKind::kSynthetic) o.loader = LoaderKind::kDevice;
   // ThinNet, bf16: with the fused ReLU + BatchNorm kernels its epochs are as fast as fp16's (0.27
   // vs 0.28 s) and its first epoch, with cuDNN's plan set-up, is shorter (BENCHMARKS.md).  ResNets,
   // fp16: cuDNN's channels-last BatchNorm kernels take fp16, not bf16, and the shapes stay static

@@ -19,11 +19,13 @@
 
 namespace faster::train {
 
-// Small datasets: host = worker threads fill pinned batches that a side stream copies to the
-// device; device = the whole dataset resident on the device, batches gathered there.
-enum class LoaderKind { kHost, kDevice };
+// host = worker threads fill pinned batches that a side stream copies to the device (or nvJPEG
+// decodes there); device = a small dataset resident on the device, batches gathered there;
+// synthetic = one random batch at every step, no data read (the model alone, for measuring).
+enum class LoaderKind { kHost, kDevice, kSynthetic };
 inline constexpr EnumName<LoaderKind> kLoaderNames[] = {{"host", LoaderKind::kHost},
-                                                        {"device", LoaderKind::kDevice}};
+                                                        {"device", LoaderKind::kDevice},
+                                                        {"synthetic", LoaderKind::kSynthetic}};
 
 // One process on one device; DataParallel (one process, several GPUs); DDP (a process per GPU).
 enum class Parallel { kNone, kDp, kDdp };
@@ -96,7 +98,8 @@ struct TrainOptions {
   std::string mode_name = "custom";          // label for reports ("baseline", "fast", ...)
   models::Norm norm = models::Norm::kBatch;  // ThinNet's normalization: batch or none
   bool fused = true;  // ReLU + BatchNorm as faster's fused CUDA kernels (models/relu_batchnorm.h)
-  bool fused_bn = false;  // ResNets: cuDNN's fused BatchNorm + ReLU (experimental; batchnorm_relu.h)
+  bool fused_bn =
+      false;  // ResNets: cuDNN's fused BatchNorm + ReLU (experimental; batchnorm_relu.h)
 
   // Parallel training (train/parallel): DDP ranks are launched by --nproc, torchrun or Slurm.
   Parallel parallel = Parallel::kNone;
@@ -112,8 +115,8 @@ Recipe default_recipe(const std::string& model);
 TrainOptions recipe_options(Recipe recipe);
 
 // The fastest configuration on a GPU: autocast (bf16 for ThinNet, fp16 and the cuDNN benchmark for
-// ResNets), channels_last, CUDA-graph steps (single-device runs: o.parallel is read), the short last
-// training batch dropped and eval batches padded, so every step has one static shape; small
+// ResNets), channels_last, CUDA-graph steps (single-device runs: o.parallel is read), the short
+// last training batch dropped and eval batches padded, so every step has one static shape; small
 // datasets kept as stored live on the device.  Reads o.model, o.parallel and o.res.
 void apply_fast_mode(TrainOptions& o);
 

@@ -174,6 +174,14 @@ std::unique_ptr<data::Loader> make_loader(const TrainOptions& o, const TrainingD
   lo.val_resize = plan.val_resize;
   lo.decode = d.arrays() ? data::DecodeOn::kCpu : plan.decode;
   lo.cpu_share = o.cpu_share;
+  if (train && o.loader == LoaderKind::kSynthetic) {
+    data::SyntheticData s;
+    s.samples = d.train->size();
+    s.channels = plan.channels > 0 ? plan.channels : d.channels();
+    s.size = as_stored ? d.train_arrays->height : lo.size;
+    s.classes = static_cast<int>(d.classes.size());
+    return data::make_synthetic_loader(s, lo);
+  }
   if (train && as_stored && o.loader == LoaderKind::kDevice && plan.channels == 0)
     return data::make_device_loader(*d.train_arrays, lo);
   if (!train && as_stored && o.loader == LoaderKind::kDevice && plan.channels == 0)

@@ -1,5 +1,7 @@
-// The device-resident loader: the dataset is uploaded once as uint8 (Fashion-MNIST is 47 MB), each
-// epoch's permutation is uploaded once, and a batch is one gather on the device.
+// The device-resident loaders: the dataset is uploaded once as uint8 (Fashion-MNIST is 47 MB), each
+// epoch's permutation is uploaded once, and a batch is one gather on the device; and the synthetic
+// loader, one random batch made on the device and delivered at every step (the model alone).
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
 #include "faster/core/error.h"
@@ -60,10 +62,61 @@ class DeviceLoader : public Loader {
   int64_t samples_ = 0, batches_ = 0, cursor_ = 0, epoch_ = 0;
 };
 
+class SyntheticLoader : public Loader {
+ public:
+  SyntheticLoader(const SyntheticData& data, const LoaderOptions& o) : options_(o) {
+    FASTER_CHECK(o.batch > 0, "batch must be positive");
+    FASTER_CHECK(data.samples > 0 && data.channels > 0 && data.size > 0 && data.classes > 0,
+                 "synthetic data needs samples, channels, size and classes");
+    samples_ =
+        delivered_samples(Sampler(data.samples, o.sampler).per_rank(), o.batch, o.last_batch);
+    batches_ = batch_count(samples_, o.batch, LastBatch::kKeep);
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(o.sampler.seed);
+    const std::vector<int64_t> shape =
+        o.layout == Layout::kNHWC
+            ? std::vector<int64_t>{o.batch, data.size, data.size, data.channels}
+            : std::vector<int64_t>{o.batch, data.channels, data.size, data.size};
+    images_ = torch::randint(256, shape, gen, torch::kUInt8).to(o.device);
+    labels_ = torch::randint(data.classes, {o.batch}, gen, torch::kLong).to(o.device);
+    const int64_t rest = samples_ % o.batch;  // a padded last batch: its padding rows are ignored
+    if (o.last_batch == LastBatch::kPad && rest > 0) {
+      padded_labels_ = labels_.clone();
+      padded_labels_.narrow(0, rest, o.batch - rest).fill_(kPadLabel);
+    }
+  }
+
+  int64_t batches_per_epoch() const override { return batches_; }
+  int64_t samples_per_epoch() const override { return samples_; }
+  void start_epoch(int64_t epoch) override { epoch_ = epoch, cursor_ = 0; }
+
+  std::optional<Batch> next() override {
+    if (cursor_ >= samples_) return std::nullopt;
+    const int64_t real = std::min<int64_t>(options_.batch, samples_ - cursor_);
+    const int64_t rows = options_.last_batch == LastBatch::kPad ? options_.batch : real;
+    Batch b;
+    b.images = images_.narrow(0, 0, rows);
+    b.labels = rows > real ? padded_labels_ : labels_.narrow(0, 0, rows);
+    b.size = real;
+    b.epoch = epoch_;
+    b.number = cursor_ / options_.batch;
+    cursor_ += options_.batch;
+    return b;
+  }
+
+ private:
+  LoaderOptions options_;
+  torch::Tensor images_, labels_, padded_labels_;
+  int64_t samples_ = 0, batches_ = 0, cursor_ = 0, epoch_ = 0;
+};
+
 }  // namespace
 
 std::unique_ptr<Loader> make_device_loader(const ArrayDataset& data, const LoaderOptions& o) {
   return std::make_unique<DeviceLoader>(data, o);
+}
+
+std::unique_ptr<Loader> make_synthetic_loader(const SyntheticData& data, const LoaderOptions& o) {
+  return std::make_unique<SyntheticLoader>(data, o);
 }
 
 }  // namespace faster::data

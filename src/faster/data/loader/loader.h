@@ -1,11 +1,12 @@
 // One interface for every loader the trainer and `faster load` take: batches of (images, labels)
 // on the training device, an epoch at a time, with DistributedSampler semantics per rank and one
-// rule for the short last batch.  Two implementations:
+// rule for the short last batch.  Three implementations:
 //  - ImageLoader (image_loader.h): worker threads read, decode, crop, resize and store samples of
 //    any Source (JPEG folders, LMDB, arrays held in memory) into a fixed ring of pinned host
 //    batches, copied to the device on a side stream (or decoded there by nvJPEG);
 //  - the device-resident loader (make_device_loader): a small array dataset uploaded whole, each
-//    batch one gather on the device.
+//    batch one gather on the device;
+//  - the synthetic loader (make_synthetic_loader): the model alone, no data read.
 #pragma once
 
 #include <torch/types.h>
@@ -46,8 +47,8 @@ struct LoaderOptions {
   int workers = 4;
   int ring = 0;  // host batch buffers; 0: enough to keep every worker busy
   Transform transform = Transform::kTrain;
-  int size = 224;      // kTrain output side
-  int max_size = 0;    // kTrain: the largest side set_size() may ask for later (0: size)
+  int size = 224;    // kTrain output side
+  int max_size = 0;  // kTrain: the largest side set_size() may ask for later (0: size)
   int val_resize = 256, val_size = 224;
   // Channels of the output: 0 keeps the data's (3 for JPEG, the array's own for arrays); 3 turns
   // a grayscale array into RGB (the value repeated), as a grayscale JPEG decodes.
@@ -98,5 +99,17 @@ class Loader {
 // The device-resident loader: `data` uploaded to o.device once as uint8 NCHW, each epoch's order
 // uploaded once, a batch one gather (o.batch, o.sampler, o.last_batch and o.device are read).
 std::unique_ptr<Loader> make_device_loader(const ArrayDataset& data, const LoaderOptions& o);
+
+// What the synthetic loader imitates: a dataset of `samples` images of `channels` x size x size
+// in `classes` classes.
+struct SyntheticData {
+  int64_t samples = 0;
+  int channels = 3, size = 224, classes = 1000;
+};
+// The model alone (PyTorch users' "synthetic data" benchmark): one batch of random uint8 pixels
+// and random labels made on o.device once (seeded by o.sampler.seed) and delivered at every step,
+// as many batches per epoch and rank as the dataset would give (o.batch, o.sampler, o.last_batch,
+// o.layout and o.device are read).
+std::unique_ptr<Loader> make_synthetic_loader(const SyntheticData& data, const LoaderOptions& o);
 
 }  // namespace faster::data
