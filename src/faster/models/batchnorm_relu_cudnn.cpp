@@ -109,7 +109,7 @@ struct BatchNormReluFunction : torch::autograd::Function<BatchNormReluFunction> 
                                const torch::Tensor& residual, torch::Tensor running_mean,
                                torch::Tensor running_var, double momentum, double eps) {
     const auto& api = cudnn();
-    const bool add = residual.defined();
+    const bool add = residual.numel() > 0;  // "no residual" arrives as an empty tensor
     const auto ops =
         add ? CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION : CUDNN_BATCHNORM_OPS_BN_ACTIVATION;
     const Descriptors d(x);
