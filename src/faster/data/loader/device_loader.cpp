@@ -10,23 +10,55 @@
 namespace faster::data {
 namespace {
 
-class DeviceLoader : public Loader {
+// What both share: an epoch is a cursor over the samples this rank delivers, a batch at a time;
+// under LastBatch::kPad the short last batch has a full batch of rows.
+class DeviceSideLoader : public Loader {
+ public:
+  int64_t batches_per_epoch() const override { return batches_; }
+  int64_t samples_per_epoch() const override { return samples_; }
+
+  std::optional<Batch> next() override {
+    if (cursor_ >= samples_) return std::nullopt;
+    const int64_t real = std::min<int64_t>(options_.batch, samples_ - cursor_);
+    const int64_t rows = options_.last_batch == LastBatch::kPad ? options_.batch : real;
+    Batch b;
+    take(cursor_, rows, b);
+    b.size = real;
+    b.epoch = epoch_;
+    b.number = cursor_ / options_.batch;
+    cursor_ += options_.batch;
+    return b;
+  }
+
+ protected:
+  DeviceSideLoader(const LoaderOptions& o, int64_t dataset_size) : options_(o) {
+    FASTER_CHECK(o.batch > 0, "batch must be positive");
+    samples_ =
+        delivered_samples(Sampler(dataset_size, o.sampler).per_rank(), o.batch, o.last_batch);
+    batches_ = batch_count(samples_, o.batch, LastBatch::kKeep);
+  }
+  // Fills b.images and b.labels with `rows` rows from the epoch's position `first`.
+  virtual void take(int64_t first, int64_t rows, Batch& b) = 0;
+  void restart(int64_t epoch) { epoch_ = epoch, cursor_ = 0; }
+
+  LoaderOptions options_;
+  int64_t samples_ = 0, batches_ = 0;
+
+ private:
+  int64_t cursor_ = 0, epoch_ = 0;
+};
+
+class DeviceLoader : public DeviceSideLoader {
  public:
   DeviceLoader(const ArrayDataset& data, const LoaderOptions& o)
-      : options_(o), sampler_(data.n, o.sampler) {
-    FASTER_CHECK(o.batch > 0, "batch must be positive");
+      : DeviceSideLoader(o, data.n), sampler_(data.n, o.sampler) {
     auto u8 = torch::TensorOptions().dtype(torch::kUInt8);
     images_ = torch::from_blob(const_cast<uint8_t*>(data.images.data()),
                                {data.n, data.channels, data.height, data.width}, u8)
                   .to(o.device);
     labels_ = torch::from_blob(const_cast<int64_t*>(data.labels.data()), {data.n}, torch::kLong)
                   .to(o.device);
-    samples_ = delivered_samples(sampler_.per_rank(), o.batch, o.last_batch);
-    batches_ = batch_count(samples_, o.batch, LastBatch::kKeep);
   }
-
-  int64_t batches_per_epoch() const override { return batches_; }
-  int64_t samples_per_epoch() const override { return samples_; }
 
   void start_epoch(int64_t epoch) override {
     auto idx = sampler_.indices(epoch);
@@ -37,40 +69,25 @@ class DeviceLoader : public Loader {
     index_ = torch::tensor(idx, torch::kLong).to(options_.device, /*non_blocking=*/false);
     epoch_labels_ = labels_.index_select(0, index_);
     if (padded > samples_) epoch_labels_.narrow(0, samples_, padded - samples_).fill_(kPadLabel);
-    epoch_ = epoch;
-    cursor_ = 0;
-  }
-
-  std::optional<Batch> next() override {
-    if (cursor_ >= samples_) return std::nullopt;
-    const int64_t real = std::min<int64_t>(options_.batch, samples_ - cursor_);
-    const int64_t rows = options_.last_batch == LastBatch::kPad ? options_.batch : real;
-    Batch b;
-    b.images = images_.index_select(0, index_.narrow(0, cursor_, rows));
-    b.labels = epoch_labels_.narrow(0, cursor_, rows);
-    b.size = real;
-    b.epoch = epoch_;
-    b.number = cursor_ / options_.batch;
-    cursor_ += options_.batch;
-    return b;
+    restart(epoch);
   }
 
  private:
-  LoaderOptions options_;
+  void take(int64_t first, int64_t rows, Batch& b) override {
+    b.images = images_.index_select(0, index_.narrow(0, first, rows));
+    b.labels = epoch_labels_.narrow(0, first, rows);
+  }
+
   Sampler sampler_;
   torch::Tensor images_, labels_, index_, epoch_labels_;
-  int64_t samples_ = 0, batches_ = 0, cursor_ = 0, epoch_ = 0;
 };
 
-class SyntheticLoader : public Loader {
+class SyntheticLoader : public DeviceSideLoader {
  public:
-  SyntheticLoader(const SyntheticData& data, const LoaderOptions& o) : options_(o) {
-    FASTER_CHECK(o.batch > 0, "batch must be positive");
+  SyntheticLoader(const SyntheticData& data, const LoaderOptions& o)
+      : DeviceSideLoader(o, data.samples) {
     FASTER_CHECK(data.samples > 0 && data.channels > 0 && data.size > 0 && data.classes > 0,
                  "synthetic data needs samples, channels, size and classes");
-    samples_ =
-        delivered_samples(Sampler(data.samples, o.sampler).per_rank(), o.batch, o.last_batch);
-    batches_ = batch_count(samples_, o.batch, LastBatch::kKeep);
     auto gen = at::make_generator<at::CPUGeneratorImpl>(o.sampler.seed);
     const std::vector<int64_t> shape =
         o.layout == Layout::kNHWC
@@ -85,28 +102,16 @@ class SyntheticLoader : public Loader {
     }
   }
 
-  int64_t batches_per_epoch() const override { return batches_; }
-  int64_t samples_per_epoch() const override { return samples_; }
-  void start_epoch(int64_t epoch) override { epoch_ = epoch, cursor_ = 0; }
-
-  std::optional<Batch> next() override {
-    if (cursor_ >= samples_) return std::nullopt;
-    const int64_t real = std::min<int64_t>(options_.batch, samples_ - cursor_);
-    const int64_t rows = options_.last_batch == LastBatch::kPad ? options_.batch : real;
-    Batch b;
-    b.images = images_.narrow(0, 0, rows);
-    b.labels = rows > real ? padded_labels_ : labels_.narrow(0, 0, rows);
-    b.size = real;
-    b.epoch = epoch_;
-    b.number = cursor_ / options_.batch;
-    cursor_ += options_.batch;
-    return b;
-  }
+  void start_epoch(int64_t epoch) override { restart(epoch); }
 
  private:
-  LoaderOptions options_;
+  void take(int64_t first, int64_t rows, Batch& b) override {
+    b.images = images_.narrow(0, 0, rows);
+    const bool padded = first + rows > samples_;
+    b.labels = padded ? padded_labels_ : labels_.narrow(0, 0, rows);
+  }
+
   torch::Tensor images_, labels_, padded_labels_;
-  int64_t samples_ = 0, batches_ = 0, cursor_ = 0, epoch_ = 0;
 };
 
 }  // namespace
