@@ -93,49 +93,67 @@ TEST(FusedBatchNormRelu, AppliesOnlyWhereItCan) {
   EXPECT_FALSE(fused_batch_norm_relu_applies(x, *bn));
 }
 
-// A whole ResNet-18 step (fp16 autocast, channels last): the fused and the unfused model, from the
-// same weights and batch, give the same loss and gradients within fp16 rounding.
-TEST(FusedBatchNormRelu, ResNetStepMatchesUnfused) {
+// A whole ResNet-18 step (fp16 autocast, channels last) from the same weights and batch: the fused
+// model is as close to the float32 step as the unfused fp16 model is.  Through 18 layers of fp16
+// the two fp16 models differ from each other by about 10 % in some gradients (they round at other
+// points: the fused kernel rounds once after BatchNorm, add and ReLU), so each is measured against
+// float32: the fused one's error may be at most 1.5x the unfused one's (+1e-3).
+TEST(FusedBatchNormRelu, ResNetStepIsAsAccurateAsUnfused) {
   SKIP_WITHOUT_GPU();
   ResNetOptions o;
   o.depth = 18, o.classes = 10, o.fused = true;
   torch::manual_seed(1);
   ResNet fused(o);
   o.fused = false;
-  ResNet plain(o);
+  ResNet plain(o), reference(o);
   {
     torch::NoGradGuard no_grad;
-    auto a = fused->parameters(), b = plain->parameters();
-    for (size_t i = 0; i < a.size(); ++i) b[i].copy_(a[i]);
+    auto a = fused->parameters();
+    for (auto* m : {&plain, &reference}) {
+      auto b = (*m)->parameters();
+      for (size_t i = 0; i < a.size(); ++i) b[i].copy_(a[i]);
+    }
   }
   const auto cl = torch::MemoryFormat::ChannelsLast;
-  fused->to(torch::kCUDA), plain->to(torch::kCUDA);
-  for (auto* m : {&fused, &plain})
+  for (auto* m : {&fused, &plain, &reference}) {
+    (*m)->to(torch::kCUDA);
     for (auto& p : (*m)->parameters())
       if (p.dim() == 4) p.set_data(p.data().contiguous(cl));
+  }
   const auto x = torch::randn({16, 3, 64, 64}, torch::kCUDA).contiguous(cl);
   const auto y =
       torch::randint(0, 10, {16}, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kLong));
+  // The reference in true float32: no TF32 convolutions.
+  const bool tf32 = at::globalContext().allowTF32CuDNN();
+  at::globalContext().setAllowTF32CuDNN(false);
   std::vector<double> losses;
-  for (auto* m : {&fused, &plain}) {
+  for (auto* m : {&fused, &plain, &reference}) {
     torch::Tensor loss;
     {
-      train::AutocastScope autocast(c10::DeviceType::CUDA, train::Precision::kFloat16);
+      const auto precision =
+          m == &reference ? train::Precision::kFloat32 : train::Precision::kFloat16;
+      train::AutocastScope autocast(c10::DeviceType::CUDA, precision);
       loss = torch::nn::functional::cross_entropy((*m)->forward(x), y);
     }
     loss.backward();
     losses.push_back(loss.item<double>());
   }
-  EXPECT_NEAR(losses[0], losses[1], 2e-3 * std::abs(losses[1]));
-  auto a = fused->named_parameters(), b = plain->named_parameters();
+  at::globalContext().setAllowTF32CuDNN(tf32);
+  EXPECT_LT(std::abs(losses[0] - losses[2]), 1.5 * std::abs(losses[1] - losses[2]) + 2e-3);
+  auto a = fused->named_parameters(), b = plain->named_parameters(),
+       r = reference->named_parameters();
   for (const auto& kv : a) {
     SCOPED_TRACE(kv.key());
-    EXPECT_LT(relative_error(kv.value().grad(), b[kv.key()].grad()), 5e-2);
+    const auto ref = r[kv.key()].grad();
+    EXPECT_LT(relative_error(kv.value().grad(), ref),
+              1.5 * relative_error(b[kv.key()].grad(), ref) + 1e-3);
   }
-  auto ab = fused->named_buffers(), bb = plain->named_buffers();
+  auto ab = fused->named_buffers(), bb = plain->named_buffers(), rb = reference->named_buffers();
   for (const auto& kv : ab)
     if (kv.value().is_floating_point())
-      EXPECT_LT(relative_error(kv.value(), bb[kv.key()]), 1e-2) << kv.key();
+      EXPECT_LT(relative_error(kv.value(), rb[kv.key()]),
+                1.5 * relative_error(bb[kv.key()], rb[kv.key()]) + 1e-3)
+          << kv.key();
 }
 
 }  // namespace

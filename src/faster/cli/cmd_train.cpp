@@ -198,12 +198,12 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
                   "Write the run's report (options, per-epoch metrics, time) as JSON");
   add_enum_option(cmd, "--norm", o.norm, kThinNetNorms,
                   "ThinNet normalization after each conv+ReLU: batch or none");
-  cmd->add_flag("--no-fuse", f.no_fuse,
-                "Run ReLU and BatchNorm as LibTorch's separate ops instead of faster's fused CUDA "
-                "kernels (one read of the conv output per pass; used on CUDA by default)");
-  cmd->add_flag("--fused-bn", o.fused_bn,
-                "ResNets (experimental, not yet measured): BatchNorm -> (+ residual) -> ReLU as "
-                "cuDNN's fused batch-norm kernels in fp16 channels-last training");
+  cmd->add_flag(
+      "--no-fuse", f.no_fuse,
+      "Run BatchNorm, the residual add and ReLU as LibTorch's separate ops instead of one "
+      "fused kernel (used on CUDA by default where it applies: ThinNet's ReLU + "
+      "BatchNorm as faster's kernels; ResNets' BatchNorm (+ add) + ReLU as cuDNN's in "
+      "fp16 channels-last training, e.g. --fast)");
   auto* par = cmd->add_option_group("Parallel training");
   add_enum_option(par, "--parallel", o.parallel, train::kParallelNames,
                   "none; dp: DataParallel, one process over --gpus GPUs; ddp: "

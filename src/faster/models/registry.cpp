@@ -30,7 +30,7 @@ Model make_resnet(const std::string& name, const ModelOptions& o) {
   r.zero_init_residual = o.zero_init_residual;
   r.norm = o.norm;
   r.sync_all_reduce = o.sync_all_reduce;
-  r.fused = o.fused_bn;
+  r.fused = o.fused;
   return Model(ResNet(r).ptr(), name);
 }
 

@@ -19,15 +19,15 @@ struct ModelOptions {
   int classes = 10;
   Norm norm = Norm::kBatch;
   AllReduceSum sync_all_reduce;  // Norm::kSync: sums a tensor over the ranks of the job
-  // ThinNet: duplicate convs per stage and filters per stage; ReLU + BatchNorm as faster's fused
-  // CUDA kernels where they apply.
+  // ThinNet: duplicate convs per stage and filters per stage.
   std::vector<int> blocks{3, 3, 2};
   std::vector<int> filters{32, 64, 128};
+  // Normalization and ReLU as one fused kernel where it applies: ThinNet's ReLU -> BatchNorm as
+  // faster's CUDA kernels (relu_batchnorm.h), ResNets' BatchNorm -> (+ residual) -> ReLU as cuDNN's
+  // (batchnorm_relu.h, fp16 channels-last training).
   bool fused = true;
-  // ResNets: zero the last BatchNorm weight of each residual block (each starts as the identity);
-  // BatchNorm -> (+ residual) -> ReLU as cuDNN's fused kernels (experimental, off by default).
+  // ResNets: zero the last BatchNorm weight of each residual block (each starts as the identity).
   bool zero_init_residual = false;
-  bool fused_bn = false;
 };
 
 // Builds the named architecture; throws faster::Error naming the problem (unknown name, options

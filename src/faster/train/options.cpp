@@ -181,8 +181,7 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"last_batch", enum_name(data::kLastBatchNames, o.last_batch)},
           {"cuda_graph", o.cuda_graph},
           {"norm", enum_name(models::kNormNames, o.norm)},
-          {"fused_relu_bn", o.fused},
-          {"fused_bn", o.fused_bn},
+          {"fused_norm_relu", o.fused},
           {"parallel", enum_name(kParallelNames, o.parallel)},
           {"sync_bn", o.sync_bn}};
 }

@@ -97,9 +97,10 @@ struct TrainOptions {
   std::string resume;                        // a checkpoint to continue from
   std::string mode_name = "custom";          // label for reports ("baseline", "fast", ...)
   models::Norm norm = models::Norm::kBatch;  // ThinNet's normalization: batch or none
-  bool fused = true;  // ReLU + BatchNorm as faster's fused CUDA kernels (models/relu_batchnorm.h)
-  bool fused_bn =
-      false;  // ResNets: cuDNN's fused BatchNorm + ReLU (experimental; batchnorm_relu.h)
+  // Normalization + ReLU fused where it applies: ThinNet's as faster's CUDA kernels
+  // (models/relu_batchnorm.h), ResNets' BatchNorm (+ residual) + ReLU as cuDNN's in fp16
+  // channels-last training (models/batchnorm_relu.h).
+  bool fused = true;
 
   // Parallel training (train/parallel): DDP ranks are launched by --nproc, torchrun or Slurm.
   Parallel parallel = Parallel::kNone;

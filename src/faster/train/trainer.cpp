@@ -251,7 +251,6 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   mo.filters = o.filters;
   mo.norm = o.sync_bn ? models::Norm::kSync : o.norm;
   mo.fused = o.fused;
-  mo.fused_bn = o.fused_bn;
   if (o.sync_bn)
     mo.sync_all_reduce = [dd = dist.get()](torch::Tensor& t) { dd->all_reduce_sum(t); };
   const LoaderPlan plan = plan_loaders(o, d, mo.in_channels, device);
