@@ -71,14 +71,14 @@ grain = tuple(map(float, sys.argv[7:9]))
 DRAWINGS = {'umang_by_Abhishek_Mudgal.jpg'}  # not a photograph
 names = sorted(f for f in os.listdir(src) if f.endswith('.jpg') and f not in DRAWINGS)
 assert len(names) == 14, f'expected 14 photographs in {src}, found {len(names)}'
-pyramids = {}  # per worker process, the last photograph's: [full size, 1/2, 1/4, ...] to ~1000 px
+pyramids = {}  # per worker process, the last photograph's: [full size, 1/2, 1/4, ...] to ~500 px
 
 def pyramid(k):
     if k not in pyramids:
         pyramids.clear()  # jobs come grouped by photograph: keep one in memory
         im = Image.open(os.path.join(src, names[k])).convert('RGB')
         levels = [im]
-        while min(levels[-1].size) >= 2000:
+        while min(levels[-1].size) >= 1000:  # Lanczos then downscales 2x at most: fast
             levels.append(levels[-1].reduce(2))
         pyramids[k] = levels
     return pyramids[k]
