@@ -6,7 +6,8 @@
 #     there; WORKERS workers, batch BATCH, 2 epochs after a warm-up, page cache warm)
 #   - the peer: python3 PEERS/ref_loader.py ROOT --mode M for each M of PEER_MODES
 # and once each, per core: faster load --decode cpu --workers 1 beside ref_loader.py --mode cv2
-# --workers 1 (so a per-core ratio on this machine's cores), and the decode floor
+# --workers 1 (so a per-core ratio on this machine's cores), one diagnostic --decode cpu run with
+# OMP_NUM_THREADS=1, and the decode floor
 # (faster load --decode-only: one core's full-size libjpeg-turbo decode, x cores).  Prints a table
 # of medians (also OUT/table.md; raw outputs and JSON beside it).
 # Usage: scripts/device/bench_photos.sh PEERS OUT   (build/faster must exist)
@@ -50,6 +51,9 @@ for i in $(seq "$RUNS"); do
       | tee "$OUT/peer_${mode}_$i.txt" || echo "peer $mode failed"
   done
 done
+echo "== diagnostic: faster load --decode cpu with OMP_NUM_THREADS=1 (LibTorch's CPU threads idle)"
+OMP_NUM_THREADS=1 "$FASTER" load "$TRAIN" "${common[@]}" --workers "$WORKERS" --decode cpu \
+  --json "$OUT/faster_cpu_omp1.json" | tee "$OUT/faster_cpu_omp1.txt"
 echo "== per core: one worker each"
 "$FASTER" load "$TRAIN" --batch "$BATCH" --size 224 --batches 20 --floor-images 0 --workers 1 \
   --decode cpu --json "$OUT/faster_cpu_1worker.json" | tee "$OUT/faster_cpu_1worker.txt"
@@ -89,10 +93,20 @@ for name, (m, vals, note) in rows.items():
     print(f'| {name} | {m:.0f} | {" / ".join(f"{v:.0f}" for v in vals)} | {note} |')
 print(f'| decode floor: {fl["mp_per_s_per_core"]:.1f} MP/s per core (full-size libjpeg-turbo) x {cores} cores | '
       f'{fl["images_per_s_all_cores"]:.0f} | | {fl["images_per_s_per_core"]:.0f} img/s per core, from memory |')
-one = json.load(open(f'{out}/faster_cpu_1worker.json'))['images_per_s']
+one_json = json.load(open(f'{out}/faster_cpu_1worker.json'))
+one = one_json['images_per_s']
 peer_one = peer('peer_cv2_1worker')
 print(f'\nper core (one worker each): faster --decode cpu {one:.0f} img/s, cv2 peer '
       + (f'{peer_one:.0f} img/s ({one / peer_one:.2f}x)' if peer_one else 'failed'))
+# Per-image work (read + decode + augment, ms per image per worker) alone and with all workers:
+# if it grows with the workers, they slow each other down; if not, they wait.
+def work_ms(j):
+    st = j['stages_s']
+    return 1e3 * (st['read'] + st['decode'] + st['augment']) / max(1, j['images'])
+many = json.load(open(f'{out}/faster_cpu_1.json'))
+omp1 = json.load(open(f'{out}/faster_cpu_omp1.json'))
+print(f'faster per-image work: {work_ms(one_json):.3f} ms with 1 worker, {work_ms(many):.3f} ms each with '
+      f'{many["workers"]} workers; with OMP_NUM_THREADS=1: {omp1["images_per_s"]:.0f} img/s, {work_ms(omp1):.3f} ms')
 best_cpu_peer = max((rows[k][0] for k in rows if k.startswith('ref_loader') and ('cv2' in k or 'pil' in k)), default=0)
 cv2 = rows.get('ref_loader.py --mode cv2', (0,))[0]
 if cv2:
