@@ -10,7 +10,7 @@
 # OMP_NUM_THREADS=1, and the decode floor
 # (faster load --decode-only: one core's full-size libjpeg-turbo decode, x cores).  Prints a table
 # of medians (also OUT/table.md; raw outputs and JSON beside it).
-# Usage: scripts/device/bench_photos.sh PEERS OUT   (build/faster must exist)
+# Usage: scripts/device/bench_photos.sh PEERS OUT   (FASTER, default build/faster, must exist)
 #   PEERS  the folder of ref_loader.py;  OUT  where results go (created)
 # Environment: ROOT (tree, default /tmp/faster-photos), DEBS (folder with the .deb, default
 #              .device-kit/photos), CLASSES (24), PER_CLASS (800), WORKERS (16), BATCH (256),
@@ -25,7 +25,7 @@ WORKERS=${WORKERS:-16}
 BATCH=${BATCH:-256}
 RUNS=${RUNS:-3}
 PEER_MODES=${PEER_MODES:-cv2}
-FASTER=build/faster
+FASTER=${FASTER:-build/faster}
 export FASTER_PROGRESS=plain CLASSES=${CLASSES:-24} PER_CLASS=${PER_CLASS:-800}
 
 [ -x "$FASTER" ] || { echo "error: $FASTER not found: build the project first" >&2; exit 1; }
