@@ -1,5 +1,5 @@
 // Folder datasets generated at test time for the image loader tests (CPU and nvJPEG): a tree of
-// small photo-like JPEGs, and one with every bad input of the data issue beside unusual valid ones.
+// small photo-like JPEGs, and one with every bad input (bad_jpegs.h) beside unusual valid ones.
 #pragma once
 
 #include <filesystem>
@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "data/bad_jpegs.h"
 #include "data/jpeg_fixtures.h"
 #include "faster/data/sources/folder_source.h"
 #include "support/test_support.h"
@@ -26,36 +27,33 @@ inline std::shared_ptr<data::FolderSource> make_tree(const std::filesystem::path
   return std::make_shared<data::FolderSource>(root, false);
 }
 
-// Every bad input of the issue in one tree, plus unusual but valid JPEGs that must decode.
+// Every bad input in one tree: b/ what every path refuses (bad_jpegs.h, and a dangling link),
+// e/ files damaged inside their entropy-coded bits, which decode; beside them unusual but valid
+// JPEGs that must decode.  `bad` is the number of files in b/.
 inline std::shared_ptr<data::FolderSource> make_bad_tree(const std::filesystem::path& root,
                                                          int& bad) {
   auto put = [&](const std::string& name, const std::vector<uint8_t>& bytes) {
     std::filesystem::create_directories((root / name).parent_path());
     write_file(root / name, std::string(bytes.begin(), bytes.end()));
   };
-  data::JpegEncodeOptions prog, s444;
+  data::JpegEncodeOptions prog, s444, restarts;
   prog.progressive = true;
   s444.subsampling = data::ChromaSubsampling::k444;
+  restarts.restart_interval = 3;
   put("a/cmyk.jpg", make_jpeg(70, 50, 4));
   put("a/gray.jpg", make_jpeg(70, 50, 1));
   put("a/progressive.jpg", make_jpeg(70, 50, 3, prog));
   put("a/s444.jpg", make_jpeg(70, 50, 3, s444));
   put("a/s420.jpg", make_jpeg(70, 50));
-  auto full = make_jpeg(80, 60);
-  put("b/zero.JPEG", {});
-  put("b/truncated.JPEG", {full.begin(), full.begin() + full.size() / 2});
-  std::vector<uint8_t> random(3000);
-  for (size_t i = 0; i < random.size(); ++i) random[i] = static_cast<uint8_t>(i * 7919 % 251);
-  put("b/random.JPEG", random);
-  put("b/png.JPEG", {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R'});
-  auto bomb = make_jpeg(64, 64);
-  patch_dimensions(bomb, 60000, 60000);
-  put("b/bomb.JPEG", bomb);
+  put("a/restarts.jpg", make_jpeg(70, 50, 3, restarts));
+  const auto refused = refused_jpegs();
+  for (const BadJpeg& b : refused) put("b/" + b.kind + ".JPEG", b.bytes);
   std::filesystem::create_symlink(root / "missing.jpg", root / "b/unreadable.JPEG");
   put("c/good1.jpg", make_jpeg(90, 70));
   put("c/good2.jpg", make_jpeg(50, 90));
   std::filesystem::create_directories(root / "d_empty");
-  bad = 6;
+  for (const BadJpeg& b : decodable_damaged_jpegs()) put("e/" + b.kind + ".jpg", b.bytes);
+  bad = static_cast<int>(refused.size()) + 1;
   return std::make_shared<data::FolderSource>(root, false);
 }
 

@@ -1,13 +1,16 @@
 // GPU decoding (CUDA builds, run on the GPU machine; skipped where no GPU is visible): the GPU
 // crop/resize against Resampler on identical pixels, nvJPEG against libjpeg-turbo, and the
-// loader with --decode nvjpeg against the CPU loader on the same seed, bad inputs included.
+// loader with --decode nvjpeg against the CPU loader on the same seed, every kind of bad input
+// (data/bad_jpegs.h) and the 200 seeded mutations included.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <iterator>
 
 #include "data/image_trees.h"
 #include "data/jpeg_fixtures.h"
+#include "data/jpeg_mutations.h"
 #include "faster/core/error.h"
 #include "faster/data/augment/crop_resize_gpu.h"
 #include "faster/data/loader/image_loader.h"
@@ -131,6 +134,26 @@ TEST(NvjpegDecoder, CloseToTheCpuPipeline) {
   if (dec.hardware()) EXPECT_EQ(refused, std::vector<int>{4});
 }
 
+// A source that counts its reads: an image nvJPEG refuses must not be read from disk again.
+class CountingSource : public Source {
+ public:
+  explicit CountingSource(std::shared_ptr<const Source> s) : s_(std::move(s)) {}
+  int64_t size() const override { return s_->size(); }
+  void get(int64_t i, Sample& out) const override {
+    ++reads_;
+    s_->get(i, out);
+  }
+  int label(int64_t i) const override { return s_->label(i); }
+  const std::vector<std::string>& classes() const override { return s_->classes(); }
+  std::string name(int64_t i) const override { return s_->name(i); }
+  std::string describe() const override { return s_->describe(); }
+  int64_t reads() const { return reads_; }
+
+ private:
+  std::shared_ptr<const Source> s_;
+  mutable std::atomic<int64_t> reads_{0};
+};
+
 LoaderOptions small(DecodeOn decode) {
   LoaderOptions o;
   o.batch = 5, o.workers = 2, o.size = 32, o.val_resize = 40, o.val_size = 32;
@@ -140,42 +163,78 @@ LoaderOptions small(DecodeOn decode) {
   return o;
 }
 
+// Runs a CPU and an nvJPEG loader over `src` for two epochs and compares them: the same samples,
+// labels and skips, and as many reads (a refused image is decoded from the bytes read before).
+// Images are compared (PSNR at least 30 dB) unless `damaged` says the file is damaged: libjpeg
+// and nvJPEG decode damaged bits to different pixels.
+template <typename Damaged>
+void expect_loaders_agree(std::shared_ptr<const Source> source, bool train, double cpu_share,
+                          Damaged damaged) {
+  auto cpu_src = std::make_shared<CountingSource>(source);
+  auto gpu_src = std::make_shared<CountingSource>(source);
+  LoaderOptions oc = small(DecodeOn::kCpu), og = small(DecodeOn::kNvjpeg);
+  oc.transform = og.transform = train ? Transform::kTrain : Transform::kVal;
+  og.cpu_share = cpu_share;
+  ImageLoader cpu(cpu_src, oc), gpu(gpu_src, og);
+  for (int e = 0; e < 2; ++e) {
+    cpu.start_epoch(e), gpu.start_epoch(e);
+    int batches = 0;
+    while (auto a = cpu.next()) {
+      auto b = gpu.next();
+      ASSERT_TRUE(b.has_value());
+      ASSERT_EQ(a->indices, b->indices);
+      EXPECT_TRUE(torch::equal(a->labels.cpu(), b->labels.cpu()));
+      for (int i = 0; i < a->images.size(0); ++i) {
+        const std::string name = source->name(a->indices[i]);
+        if (damaged(name)) continue;
+        ImageBuffer x, y;
+        to_hwc(a->images, i, x);
+        to_hwc(b->images, i, y);
+        EXPECT_GE(test::psnr(x.view(), y.view()), 30.0) << name;
+      }
+      ++batches;
+    }
+    EXPECT_FALSE(gpu.next().has_value());
+    EXPECT_GT(batches, 0);
+  }
+  EXPECT_EQ(cpu.stats().skipped, gpu.stats().skipped);
+  EXPECT_EQ(cpu.stats().images, gpu.stats().images);
+  EXPECT_EQ(cpu.stats().bytes, gpu.stats().bytes);
+  EXPECT_EQ(cpu_src->reads(), gpu_src->reads());
+  EXPECT_GT(gpu.stats().gpu_images, 0);
+}
+
 // Same seed, same crops: the nvJPEG loader delivers the same samples, labels and skips as the CPU
-// loader, and images within 30 dB PSNR, on a tree with every bad input and unusual valid files.
+// loader, and images within 30 dB PSNR, on a tree with every kind of bad input of bad_jpegs.h
+// (b/: refused, e/: damaged bits that decode) and unusual valid files.
 TEST(NvjpegLoader, AgreesWithTheCpuLoader) {
   SKIP_WITHOUT_GPU();
   test::TempDir t;
   int bad;
   test::make_bad_tree(t.path(), bad);
-  auto src = test::make_tree(t.path(), 2, 6);  // classes c0, c1 beside the bad tree's a..d
-  for (bool train : {true, false}) {
-    LoaderOptions oc = small(DecodeOn::kCpu), og = small(DecodeOn::kNvjpeg);
-    oc.transform = og.transform = train ? Transform::kTrain : Transform::kVal;
-    og.cpu_share = train ? 0.3 : 0.0;
-    ImageLoader cpu(src, oc), gpu(src, og);
-    for (int e = 0; e < 2; ++e) {
-      cpu.start_epoch(e), gpu.start_epoch(e);
-      int batches = 0;
-      while (auto a = cpu.next()) {
-        auto b = gpu.next();
-        ASSERT_TRUE(b.has_value());
-        ASSERT_EQ(a->indices, b->indices);
-        EXPECT_TRUE(torch::equal(a->labels.cpu(), b->labels.cpu()));
-        for (int i = 0; i < a->images.size(0); ++i) {
-          ImageBuffer x, y;
-          to_hwc(a->images, i, x);
-          to_hwc(b->images, i, y);
-          EXPECT_GE(test::psnr(x.view(), y.view()), 30.0) << src->name(a->indices[i]);
-        }
-        ++batches;
-      }
-      EXPECT_FALSE(gpu.next().has_value());
-      EXPECT_GT(batches, 0);
-    }
-    EXPECT_EQ(cpu.stats().skipped, gpu.stats().skipped);
-    EXPECT_EQ(cpu.stats().images, gpu.stats().images);
-    EXPECT_GT(gpu.stats().gpu_images, 0);
+  auto src = test::make_tree(t.path(), 2, 6);  // classes c0, c1 beside the bad tree's a..e
+  const auto damaged = [](const std::string& name) {
+    return name.find("/e/") != std::string::npos;
+  };
+  for (bool train : {true, false}) expect_loaders_agree(src, train, train ? 0.3 : 0.0, damaged);
+}
+
+// The 200 seeded mutations of data/jpeg_mutations.h (flipped bits, replaced, inserted and deleted
+// bytes, truncation; baseline and progressive) beside valid files: both loaders skip the same.
+TEST(NvjpegLoader, AgreesOnEveryMutation) {
+  SKIP_WITHOUT_GPU();
+  test::TempDir t;
+  for (uint32_t seed = 0; seed < test::kMutations; ++seed) {
+    const auto bytes = test::mutate_jpeg(seed);
+    std::filesystem::create_directories(t / "m");
+    test::write_file(t / "m" / (std::to_string(seed) + ".jpg"),
+                     std::string(bytes.begin(), bytes.end()));
   }
+  auto src = test::make_tree(t.path(), 2, 20);
+  const auto damaged = [](const std::string& name) {
+    return name.find("/m/") != std::string::npos;
+  };
+  expect_loaders_agree(src, /*train=*/true, 0.0, damaged);
 }
 
 TEST(NvjpegLoader, NeedsACudaDevice) {

@@ -4,6 +4,7 @@ list(APPEND FASTER_BASE_SOURCES
   src/faster/data/sources/array_dataset.cpp
   src/faster/data/sources/array_source.cpp
   src/faster/data/decode/jpeg_decoder.cpp
+  src/faster/data/decode/jpeg_scan.cpp
   src/faster/data/decode/jpeg_encoder.cpp
   src/faster/data/decode/decode_floor.cpp
   src/faster/data/augment/resample.cpp

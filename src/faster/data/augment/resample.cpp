@@ -20,6 +20,16 @@ float triangle(double x) {
   return x < 1.0 ? static_cast<float>(1.0 - x) : 0.0f;
 }
 
+// The two hot loops are compiled twice, for x86-64's baseline (SSE2) and for AVX2, and the
+// program picks one when it loads (GCC function multiversioning): the vertical pass vectorizes
+// over 8 floats instead of 4.  Not FMA: fused multiply-adds would round differently, and a
+// resized dataset would then depend on the machine that made it.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define FASTER_HOT_LOOP __attribute__((target_clones("avx2", "default")))
+#else
+#define FASTER_HOT_LOOP
+#endif
+
 // Four floats in one SSE/NEON register (GCC/Clang vector extension, portable across CPUs).
 typedef float Float4 __attribute__((vector_size(16)));
 typedef int Int4 __attribute__((vector_size(16)));
@@ -33,8 +43,9 @@ inline Float4 load4(const float* p) {
 // One RGB output row from one float row of the vertically resampled region (x relative to its
 // start).  A pixel's three channels are one 4-lane multiply-add per tap; the 4th lane reads the
 // next pixel's red (or the row's padding float) and is discarded.
-void horizontal_row_rgb(const float* __restrict in, int out_w, const int* first, const int* count,
-                        const float* weights, int max_taps, uint8_t* __restrict out) {
+FASTER_HOT_LOOP void horizontal_row_rgb(const float* __restrict in, int out_w, const int* first,
+                                        const int* count, const float* weights, int max_taps,
+                                        uint8_t* __restrict out) {
   const Float4 lo = {0, 0, 0, 0}, hi = {255, 255, 255, 255}, half = {0.5f, 0.5f, 0.5f, 0.5f};
   for (int x = 0; x < out_w; ++x) {
     const float* p = in + first[x] * 3;
@@ -64,8 +75,8 @@ void horizontal_row_any(const float* in, int channels, int out_w, const int* fir
 }
 
 // acc[j] = sum_k w[k] * rows[k][j]: contiguous, so the compiler vectorizes it.
-void vertical_row(const uint8_t* const* rows, const float* w, int taps, size_t n,
-                  float* __restrict acc) {
+FASTER_HOT_LOOP void vertical_row(const uint8_t* const* rows, const float* w, int taps, size_t n,
+                                  float* __restrict acc) {
   const uint8_t* __restrict r0 = rows[0];
   for (size_t j = 0; j < n; ++j) acc[j] = w[0] * r0[j];
   for (int k = 1; k < taps; ++k) {

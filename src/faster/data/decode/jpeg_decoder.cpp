@@ -16,6 +16,7 @@
 
 #include "faster/core/error.h"
 #include "faster/data/decode/jpeg_error.h"
+#include "faster/data/decode/jpeg_scan.h"
 
 namespace faster::data {
 namespace {
@@ -61,6 +62,24 @@ void cmyk_to_rgb(const uint8_t* in, uint8_t* out, int width, bool inverted) {
   }
 }
 
+// The checks libjpeg makes when it builds a decoding table (jpeg_make_d_derived_tbl), which it
+// only does in jpeg_start_decompress: at most 256 codes, none the all-ones code of its length
+// (canonical codes, assigned in order, must fit their lengths), DC symbols at most 15.
+bool huffman_table_ok(const JHUFF_TBL& t, bool dc) {
+  int64_t code = 0;
+  int symbols = 0;
+  for (int length = 1; length <= 16; ++length) {
+    code += t.bits[length];
+    symbols += t.bits[length];
+    if (symbols > 256 || code >= (int64_t{1} << length)) return false;
+    code <<= 1;
+  }
+  if (dc)
+    for (int i = 0; i < symbols; ++i)
+      if (t.huffval[i] > 15) return false;
+  return true;
+}
+
 }  // namespace
 
 const char* to_string(JpegColor color) {
@@ -91,14 +110,6 @@ const char* guess_non_jpeg(const uint8_t* d, size_t n) {
   if (n >= 4 && (std::memcmp(d, "II*", 4) == 0 || std::memcmp(d, "MM\0*", 4) == 0))
     return "a TIFF image";
   return "not an image format we know";
-}
-
-bool jpeg_has_end_marker(const uint8_t* d, size_t n) {
-  // Some writers pad after EOI; a few bytes of slack keep those, a truncated file has none.
-  const size_t from = n > 64 ? n - 64 : 0;
-  for (size_t i = n; i-- > from + 1;)
-    if (d[i - 1] == 0xFF && d[i] == 0xD9) return true;
-  return false;
 }
 
 struct JpegDecoder::Impl {
@@ -197,6 +208,7 @@ const JpegInfo& JpegDecoder::open(const uint8_t* data, size_t size) {
     FASTER_THROW("JPEG header says the image is ", info_.width, "x", info_.height);
   }
   check_size_holds_blocks(size);
+  if (!info_.progressive) check_sequential(data, size);
   opened_ = true;
   return info_;
 }
@@ -218,6 +230,48 @@ void JpegDecoder::check_size_holds_blocks(size_t size) {
   FASTER_THROW("corrupt JPEG: its header claims ", info_.width, "x", info_.height, " pixels (",
                blocks, " blocks), which need at least ", (min_bits + 7) / 8,
                " bytes; the file has ", size, " (truncated, or a forged header)");
+}
+
+// Throws for what libjpeg would refuse only once decoding starts (a bad table) or paper over (a
+// damaged scan: it pads the rest with grey and warns); sets info_.one_scan.
+void JpegDecoder::check_sequential(const uint8_t* data, size_t size) {
+  const auto& c = impl_->cinfo;
+  const auto refuse = [&](auto... what) {
+    jpeg_abort_decompress(&impl_->cinfo);
+    FASTER_THROW("corrupt JPEG: ", what...);
+  };
+  bool tables = true;  // every Huffman table the scan uses is in the file (libjpeg has defaults)
+  for (int i = 0; i < c.comps_in_scan; ++i) {
+    const jpeg_component_info& comp = *c.cur_comp_info[i];
+    // The headers' table numbers are 4-bit fields, not checked against the 4 slots until then.
+    const auto defined = [](int n, auto* const* slots, int count) {
+      return n >= 0 && n < count && slots[n] != nullptr;
+    };
+    if (!defined(comp.quant_tbl_no, c.quant_tbl_ptrs, NUM_QUANT_TBLS))
+      refuse("quantization table ", comp.quant_tbl_no, " is not defined");
+    if (c.arith_code) continue;
+    if (comp.dc_tbl_no < 0 || comp.dc_tbl_no >= NUM_HUFF_TBLS || comp.ac_tbl_no < 0 ||
+        comp.ac_tbl_no >= NUM_HUFF_TBLS)
+      refuse("Huffman table number ", comp.dc_tbl_no, "/", comp.ac_tbl_no, " out of range");
+    const JHUFF_TBL* dc = c.dc_huff_tbl_ptrs[comp.dc_tbl_no];
+    const JHUFF_TBL* ac = c.ac_huff_tbl_ptrs[comp.ac_tbl_no];
+    if ((dc && !huffman_table_ok(*dc, true)) || (ac && !huffman_table_ok(*ac, false)))
+      refuse("a bad Huffman table");
+    tables = tables && dc && ac;
+  }
+  // MCUs in the scan: blocks of its one component, or the frame's interleaved MCUs.
+  int64_t mcus;
+  if (c.comps_in_scan == 1) {
+    mcus = int64_t{c.cur_comp_info[0]->width_in_blocks} * c.cur_comp_info[0]->height_in_blocks;
+  } else {
+    const int64_t w = DCTSIZE * c.max_h_samp_factor, h = DCTSIZE * c.max_v_samp_factor;
+    mcus = (c.image_width + w - 1) / w * ((c.image_height + h - 1) / h);
+  }
+  const size_t start = static_cast<size_t>(c.src->next_input_byte - data);  // after SOS
+  const ScanWalk walk = walk_scan(data, size, start, static_cast<int>(c.restart_interval), mcus);
+  if (walk.corrupt) refuse(walk.corrupt, " (at byte ", walk.at, " of ", size, ")");
+  info_.one_scan = tables && c.comps_in_scan == c.num_components &&
+                   walk.end == ScanEnd::kEndOfImage && walk.after_end <= 64;
 }
 
 int JpegDecoder::choose_scale(int roi_w, int roi_h, int min_width, int min_height) const {

@@ -19,6 +19,11 @@ struct JpegInfo {
   int components = 0;                     // in the file: 1 (gray), 3 (YCbCr/RGB), 4 (CMYK/YCCK)
   JpegColor color = JpegColor::kUnknown;  // colour space in the file
   bool progressive = false;
+  // One sequential scan holding every component, well formed (see jpeg_scan.h), then the
+  // end-of-image marker within the file's last 64 bytes: the plain layout every decoder reads
+  // alike.  Files without it (progressive, several scans, truncated, data appended) are decoded
+  // by libjpeg only.
+  bool one_scan = false;
 };
 
 struct JpegDecoderOptions {
@@ -51,7 +56,10 @@ class JpegDecoder {
 
   // Parses the headers of `data` (which must stay alive until decode() returns).  Throws
   // faster::Error naming the problem: not a JPEG, corrupt header, too many pixels, or fewer
-  // bytes than the image's blocks need (nothing is allocated for the image before these checks).
+  // bytes than the image's blocks need (nothing is allocated for the image before these checks);
+  // for a sequential file also a Huffman or quantization table that decoding would refuse, and
+  // a damaged scan (a stray marker, restart markers out of order or miscounted), wherever it
+  // lies: what a region's decode sees must not depend on which rows the region covers.
   const JpegInfo& open(const uint8_t* data, size_t size);
 
   // Decodes `roi` (source pixels, clipped to the image; an empty roi means the whole image) of the
@@ -70,6 +78,7 @@ class JpegDecoder {
 
  private:
   void check_size_holds_blocks(size_t size);
+  void check_sequential(const uint8_t* data, size_t size);
 
   struct Impl;
   std::unique_ptr<Impl> impl_;
@@ -80,9 +89,5 @@ class JpegDecoder {
 
 // Cheap sniffing for error messages: "PNG", "GIF", "empty", ... or "" if it looks like a JPEG.
 const char* guess_non_jpeg(const uint8_t* data, size_t size);
-
-// Whether the data ends with the JPEG end-of-image marker (within its last 64 bytes): a cheap
-// test that a file was not truncated, for decoders that would not say so themselves.
-bool jpeg_has_end_marker(const uint8_t* data, size_t size);
 
 }  // namespace faster::data

@@ -113,6 +113,7 @@ struct JpegEncoder::Impl {
     set_sampling(o.subsampling);
     cinfo.optimize_coding = o.optimize_huffman;
     if (o.progressive) jpeg_simple_progression(&cinfo);
+    cinfo.restart_interval = static_cast<unsigned>(o.restart_interval);
     cinfo.dct_method = JDCT_ISLOW;
     jpeg_start_compress(&cinfo, TRUE);
     while (cinfo.next_scanline < cinfo.image_height) {

@@ -17,6 +17,7 @@ struct JpegEncodeOptions {
   ChromaSubsampling subsampling = ChromaSubsampling::k420;
   bool progressive = false;
   bool optimize_huffman = false;  // smaller files, slower encoding
+  int restart_interval = 0;       // MCUs between restart markers (0: none)
 };
 
 class JpegEncoder {

@@ -88,11 +88,12 @@ ImageLoader::ImageLoader(std::shared_ptr<const Source> source, LoaderOptions opt
       sampler_(source_->size(), options.sampler),
       copy_(options.device, ring_slots(options)) {
   if (pixel_shape_ && gpu())
-    throw Error("--decode nvjpeg decodes JPEG files, but " + source_->describe() +
-                    " holds decoded pixels",
-                "use --decode cpu");
+    throw Error(
+        "--decode nvjpeg decodes JPEG files, but " + source_->describe() + " holds decoded pixels",
+        "use --decode cpu");
   if (!pixel_shape_ && options_.transform == Transform::kNone)
-    FASTER_THROW(source_->describe(), ": images of any size need a crop (a train or val transform)");
+    FASTER_THROW(source_->describe(),
+                 ": images of any size need a crop (a train or val transform)");
   const int data_channels = pixel_shape_ ? pixel_shape_->channels : 3;  // JPEG decodes to RGB
   channels_ = options_.channels > 0 ? options_.channels : data_channels;
   if (channels_ != data_channels && !(data_channels == 1 && channels_ == 3))
@@ -129,8 +130,10 @@ ImageLoader::ImageLoader(std::shared_ptr<const Source> source, LoaderOptions opt
     const auto& n = options_.norm;
     const auto shape = batch_shape(options_.layout, 1, channels_, 1, 1);
     const auto per_channel = [&](const float* v) {
-      return torch::tensor(std::vector<float>(v, v + channels_)).mul(255).view(shape).to(
-          options_.device);
+      return torch::tensor(std::vector<float>(v, v + channels_))
+          .mul(255)
+          .view(shape)
+          .to(options_.device);
     };
     mean_ = per_channel(n.mean);
     std_ = per_channel(n.std);
@@ -222,7 +225,7 @@ void ImageLoader::start_epoch(int64_t epoch, bool reset_stats) {
   order_ = sampler_.indices(epoch);
   const int64_t nb = batches_per_epoch();
   total_tasks_ = options_.last_batch == LastBatch::kDrop ? nb * options_.batch
-                                                        : static_cast<int64_t>(order_.size());
+                                                         : static_cast<int64_t>(order_.size());
   epoch_ = epoch;
   epoch_reported_ = false;
   skipped_at_epoch_start_ = skipped_;
@@ -273,12 +276,14 @@ void ImageLoader::worker_loop(int id) {
   }
 }
 
-void ImageLoader::process(Worker& w, Slot& slot, int position, int64_t first, bool allow_gpu) {
+void ImageLoader::process(Worker& w, Slot& slot, int position, int64_t first, bool allow_gpu,
+                          bool have_bytes) {
   const int64_t n = source_->size();
   for (int k = 0; k <= kMaxReplacements; ++k) {
     const int64_t index = (first + k) % n;
     // Only a sample's own failure is counted: a bad replacement is counted at its own position.
-    if (load_sample(w, index, epoch_, slot, position, /*count_bad=*/k == 0, allow_gpu)) {
+    if (load_sample(w, index, epoch_, slot, position, /*count_bad=*/k == 0, allow_gpu,
+                    have_bytes && k == 0)) {
       slot.indices[position] = index;
       slot.labels.data_ptr<int64_t>()[position] = w.sample.label;
       return;
@@ -348,11 +353,15 @@ void ImageLoader::run_stage(Stage& st, Slot& slot) {
   torch::Tensor out = st.decoder.decode(st.jobs, rows, width_, options_.layout, st.refused);
   if (rows > slot.expected) out.narrow(0, slot.expected, rows - slot.expected).zero_();
   // Refused images go through the CPU path, bad-image policy included (nvJPEG may have refused
-  // a corrupt one), which counts their bytes again: take back the count made at hand-over.
+  // a corrupt one), from the bytes read at hand-over (swapped in, so no file is read twice); a
+  // decode counts its bytes, so take back the count made at hand-over.
   for (int k : st.refused) {
     const int p = st.jobs[k].position;
     bytes_ -= static_cast<int64_t>(st.jobs[k].size);
-    process(st.cpu, slot, p, slot.indices[p], /*allow_gpu=*/false);
+    std::swap(st.cpu.sample.bytes, slot.jpeg[p]);
+    st.cpu.sample.label = static_cast<int>(slot.labels.data_ptr<int64_t>()[p]);
+    process(st.cpu, slot, p, slot.indices[p], /*allow_gpu=*/false, /*have_bytes=*/true);
+    std::swap(st.cpu.sample.bytes, slot.jpeg[p]);  // both buffers keep their capacity
     st.uploads.push_back(p);
   }
   st.decoder.upload(slot.images, st.uploads, out);
@@ -365,13 +374,13 @@ void ImageLoader::run_stage(Stage& st, Slot& slot) {
 
 // Reads, decodes and augments one sample into its place in the slot; false if the image is bad.
 bool ImageLoader::load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slot, int position,
-                              bool count_bad, bool allow_gpu) {
+                              bool count_bad, bool allow_gpu, bool have_bytes) {
   try {
     const int64_t t0 = now_ns();
-    source_->get(index, w.sample);
+    if (!have_bytes) source_->get(index, w.sample);
     const int64_t t1 = now_ns();
-    const JpegInfo* info = pixel_shape_ ? nullptr : &w.decoder.open(w.sample.bytes.data(),
-                                                                  w.sample.bytes.size());
+    const JpegInfo* info =
+        pixel_shape_ ? nullptr : &w.decoder.open(w.sample.bytes.data(), w.sample.bytes.size());
     const int width = info ? info->width : pixel_shape_->width;
     const int height = info ? info->height : pixel_shape_->height;
     RegionF want{0, 0, double(width), double(height)};  // Transform::kNone: the whole image
@@ -384,9 +393,11 @@ bool ImageLoader::load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slo
     } else if (options_.transform == Transform::kVal) {
       want = center_crop_region(width, height, options_.val_resize, options_.val_size);
     }
-    if (allow_gpu && !info->progressive && (info->components == 1 || info->components == 3) &&
-        !in_share(position, options_.cpu_share) &&
-        jpeg_has_end_marker(w.sample.bytes.data(), w.sample.bytes.size())) {
+    // The GPU takes only files of the plain layout (one well-formed scan, then the end marker):
+    // anything else, damaged files included, goes through libjpeg in either mode, so both modes
+    // deliver and skip the same images.
+    if (allow_gpu && info->one_scan && (info->components == 1 || info->components == 3) &&
+        !in_share(position, options_.cpu_share)) {
       // The GPU stage decodes it: keep the bytes (swapped, so both buffers keep their capacity).
       GpuJpeg& job = slot.gpu[position];
       job.width = info->width, job.height = info->height;

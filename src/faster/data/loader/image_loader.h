@@ -6,7 +6,8 @@
 // With nvJPEG decoding, workers only read each file and parse its header; GPU stage threads (each
 // with its own NvjpegDecoder) decode whole batches on the GPU's JPEG engines and crop/resize/flip
 // them there.  Images the GPU does not take (progressive, CMYK, truncated, a share given to the
-// CPU) are decoded by the workers as above and uploaded into the same batch.
+// CPU) are decoded by the workers as above and uploaded into the same batch; images nvJPEG
+// refuses are decoded by the stage's own CPU worker from the bytes already read.
 #pragma once
 
 #include <torch/torch.h>
@@ -95,10 +96,12 @@ class ImageLoader : public Loader {
 
   void worker_loop(int id);
   // Loads the sample at `position` of `slot`, starting from source index `first` and moving on to
-  // the next index while images are bad (skip policy).
-  void process(Worker& w, Slot& slot, int position, int64_t first, bool allow_gpu);
+  // the next index while images are bad (skip policy).  have_bytes: `first`'s bytes and label are
+  // in w.sample already (an image nvJPEG refused), so it is not read again.
+  void process(Worker& w, Slot& slot, int position, int64_t first, bool allow_gpu,
+               bool have_bytes = false);
   bool load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slot, int position,
-                   bool count_bad, bool allow_gpu);
+                   bool count_bad, bool allow_gpu, bool have_bytes);
   void stage_loop(int id);
   void run_stage(Stage& st, Slot& slot);
   bool gpu() const { return options_.decode == DecodeOn::kNvjpeg; }
@@ -115,7 +118,7 @@ class ImageLoader : public Loader {
   LoaderOptions options_;
   std::optional<PixelShape> pixel_shape_;  // the source's, when it holds decoded pixels
   int channels_ = 3, height_ = 0, width_ = 0;
-  int claim_ = 1;  // samples a worker takes at once (more when a sample is only a copy)
+  int claim_ = 1;      // samples a worker takes at once (more when a sample is only a copy)
   int next_size_ = 0;  // set_size()'s side, applied by start_epoch()
   void apply_size(int height, int width);
   Sampler sampler_;
