@@ -4,7 +4,9 @@
 # around each command, and the process_seconds faster reports), then the PyTorch peer.
 #   SEEDS=10        seeds of the recipe as it stands (0 skips)
 #   RECIPE=speedrun the recipe (speedrun95 for the longer one); EXTRA: flags added to every run
-#   SWEEP="A;B;..." flag sets, each run for SWEEP_SEEDS=2 seeds (e.g. "--epochs 10;--lr 0.6")
+#   SWEEP="A;B;..." flag sets, each run for SWEEP_SEEDS=2 seeds (e.g. "--epochs 10;--lr 0.6");
+#                   leading NAME=VALUE words are set in the run's environment
+#                   (e.g. "CUDA_MODULE_LOADING=EAGER --epochs 8")
 #   PEER_SEEDS=5    seeds of scripts/speedrun_peer.py (0 skips); PEER_ARGS: its extra flags
 #   BUDGET_S=330    no run starts after this many seconds (the device call's limit is 600 s)
 #   TARGET=94       the accuracy a run must reach
@@ -27,16 +29,19 @@ elapsed() { since "$start"; }
 over_budget() { awk -v e="$(elapsed)" -v b="$budget" 'BEGIN { exit !(e > b) }'; }
 $faster env > "$out/env.json" 2>&1
 
-# One run: label, seed, flags...  Appends "label seed acc process_s shell_s" to runs.tsv.
+# One run: label, seed, [NAME=VALUE...] flags...  Appends "label seed acc process_s shell_s" to
+# runs.tsv.
 run() {
   local label=$1 seed=$2; shift 2
+  local envs=()
+  while [ $# -gt 0 ] && [[ $1 =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; do envs+=("$1"); shift; done
   local base="$out/runs/${label}_s${seed}"
   if over_budget; then echo "skip $label seed $seed: past BUDGET_S=$budget"; return; fi
   local t0
   t0=$(date +%s.%N)
   # shellcheck disable=SC2086
-  $faster train --recipe "$recipe" --data "$data" --seed "$seed" --json "$base.json" $extra "$@" \
-    > "$base.log" 2>&1
+  env "${envs[@]}" $faster train --recipe "$recipe" --data "$data" --seed "$seed" \
+    --json "$base.json" $extra "$@" > "$base.log" 2>&1
   local rc=$?
   local shell_s
   shell_s=$(since "$t0")
