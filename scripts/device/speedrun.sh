@@ -55,8 +55,12 @@ j = json.load(open(sys.argv[1])); label, seed, shell_s, tsv = sys.argv[2:6]
 acc = j['final_test_accuracy']; p = j['process_seconds']; s = j.get('setup', {})
 ms = ' '.join(f'{k[:-2]}={v:.2f}' for k, v in sorted(s.items(), key=lambda kv: kv[1]))
 ep = ' '.join(f"{e['seconds']:.2f}" for e in j['epochs'])
+# With --eval-every 1: accuracy against the process clock, epoch by epoch.
+curve = ' '.join(f"{e['process_seconds']:.2f}:{e['test_accuracy']:.2f}" for e in j['epochs']
+                 if 'test_accuracy' in e)
 print(f"{label:10s} seed {seed:>2s}  acc {acc:6.2f}  process {p:5.2f}s  shell {float(shell_s):5.2f}s  "
-      f"setup [{ms}]  epochs [{ep}]", flush=True)
+      f"setup [{ms}]  epochs [{ep}]" + (f"  s:acc [{curve}]" if curve.count(':') > 1 else ''),
+      flush=True)
 open(tsv, 'a').write(f'{label}\t{seed}\t{acc}\t{p}\t{shell_s}\n')
 PY
 }
