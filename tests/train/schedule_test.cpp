@@ -26,6 +26,25 @@ TEST(LrSchedule, WarmupIsLinearPerStepThenCosineReachesMinAtTheLastStep) {
   EXPECT_NEAR(lr_factor(s, 59, per_epoch, epochs), 0.01, 1e-12);
 }
 
+// The speedrun recipe's triangle: linear up from warmup_start, linear down to min_lr at the last
+// step.
+TEST(LrSchedule, LinearDecayIsATriangleEndingAtMinLr) {
+  LrSchedule s;
+  s.warmup_epochs = 2, s.warmup_start = 0.2, s.decay = LrDecay::kLinear, s.min_lr = 0.05;
+  const int64_t per_epoch = 10;
+  const int epochs = 10;  // 100 steps: 20 up, then 80 down (steps 20..99)
+  EXPECT_DOUBLE_EQ(lr_factor(s, 0, per_epoch, epochs), 0.2);
+  EXPECT_DOUBLE_EQ(lr_factor(s, 10, per_epoch, epochs), 0.6);
+  EXPECT_DOUBLE_EQ(lr_factor(s, 20, per_epoch, epochs), 1.0);
+  EXPECT_NEAR(lr_factor(s, 59, per_epoch, epochs), 1.0 - 0.95 * 39 / 79, 1e-12);
+  EXPECT_NEAR(lr_factor(s, 99, per_epoch, epochs), 0.05, 1e-12);
+  EXPECT_NEAR(lr_factor(s, 120, per_epoch, epochs), 0.05, 1e-12);  // past the end: stays
+  LrSchedule none;  // no warm-up: the first step is the peak
+  none.decay = LrDecay::kLinear;
+  EXPECT_DOUBLE_EQ(lr_factor(none, 0, 4, 2), 1.0);
+  EXPECT_NEAR(lr_factor(none, 7, 4, 2), 0.0, 1e-12);
+}
+
 TEST(LrSchedule, StepDecayMultipliesAtItsEpochsAndConstantStays) {
   LrSchedule s;
   s.decay = LrDecay::kStep, s.step_epochs = {2, 4}, s.step_gamma = 0.1;

@@ -27,8 +27,7 @@ constexpr EnumName<models::Norm> kThinNetNorms[] = {{"batch", models::Norm::kBat
 
 struct TrainFlags {
   train::TrainOptions o;
-  std::string blocks = "3,3,2";
-  std::string filters = "32,64,128";
+  std::string blocks, filters;  // empty: the recipe's or the model's (apply_recipe)
   bool amp = false;
   train::Precision amp_dtype = train::Precision::kFloat16;
   train::Recipe recipe = train::Recipe::kSeed;
@@ -77,7 +76,8 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
                   "512, 5 epochs) or imagenet (SGD nesterov 0.1 x batch/256, weight decay 5e-5 "
                   "not on norms and biases, label smoothing 0.1, 2 warm-up epochs then cosine, "
                   "batch 256, 16 epochs, --res 224); default: seed for thinnet, imagenet for "
-                  "ResNets");
+                  "ResNets; speedrun (speednet, time to 94 % on Fashion-MNIST from process start: "
+                  "docs/training.md) and speedrun95 (longer, wider), default for speednet");
   cmd->add_option("--device", o.device, "auto (a GPU if one is visible), cpu, cuda or cuda:N")
       ->capture_default_str();
   cmd->add_option("--epochs", o.epochs, "Epochs (default: the recipe's)");
@@ -91,13 +91,14 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_flag("--decay-norm-bias,!--no-decay-norm-bias", o.sgd.decay_1d,
                 "Weight decay on BatchNorm weights and biases too (imagenet: no)");
   add_enum_option(cmd, "--lr-decay", o.schedule.decay, train::kLrDecayNames,
-                  "After the warm-up: constant, cosine (to --min-lr at the last step) or step "
-                  "(x --lr-gamma at each of --lr-steps)");
+                  "After the warm-up: constant, cosine or linear (to --min-lr at the last step) "
+                  "or step (x --lr-gamma at each of --lr-steps)");
   cmd->add_option("--warmup-epochs", o.schedule.warmup_epochs,
                   "Linear learning-rate warm-up, per step, over this many epochs");
   cmd->add_option("--warmup-start", o.schedule.warmup_start,
                   "The warm-up's first rate, as a fraction of --lr");
-  cmd->add_option("--min-lr", o.schedule.min_lr, "Cosine: the last rate, a fraction of --lr")
+  cmd->add_option("--min-lr", o.schedule.min_lr,
+                  "Cosine, linear: the last rate, a fraction of --lr")
       ->capture_default_str();
   cmd->add_option("--lr-steps", f.lr_steps,
                   "Step decay: epochs (1-based) where the rate drops, "
@@ -109,10 +110,11 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
                   "Keep an exponential moving average of the weights with this decay per step "
                   "(e.g. 0.9999); evaluation and --save then use the average");
   cmd->add_option("--blocks", f.blocks,
-                  "ThinNet duplicate convs per stage (filters 32,64,128); 3,3,2 = 11 conv layers")
-      ->capture_default_str();
-  cmd->add_option("--filters", f.filters, "ThinNet filters per stage (the seed: 32,64,128)")
-      ->capture_default_str();
+                  "ThinNet: duplicate convs per stage (default 3,3,2 = 11 conv layers); speednet: "
+                  "convs per stage after its pooled entry conv (default 1,1,1)");
+  cmd->add_option("--filters", f.filters,
+                  "Filters per stage (thinnet: 32,64,128, the seed's; speednet: 64,128,256, "
+                  "speedrun95 96,192,384)");
   cmd->add_option("--seed", o.seed, "Seed for weights, the per-epoch shuffle and the crops")
       ->capture_default_str();
   cmd->add_option("--res", o.res.res,
@@ -204,6 +206,21 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
       "fused kernel (used on CUDA by default where it applies: ThinNet's ReLU + "
       "BatchNorm as faster's kernels; ResNets' BatchNorm (+ add) + ReLU as cuDNN's in "
       "fp16 channels-last training, e.g. --fast)");
+  auto* sr = cmd->add_option_group("Small datasets as stored (device loader)");
+  sr->add_option("--translate", o.translate,
+                 "Shift each training image by up to this many pixels (zeros enter; speedrun: 2)");
+  add_enum_option(sr, "--flip", o.flip, train::kFlipNames,
+                  "Horizontal flips (training, and --tta): auto (speedrun) = Fashion-MNIST (a "
+                  "folder named *fashion* or *fmnist*) and CIFAR-10, not MNIST's digits or other "
+                  "sets; default off");
+  sr->add_flag("--tta,!--no-tta", o.tta,
+               "Test-time augmentation: the mean of the logits of each test image and its mirror "
+               "image (where --flip applies)");
+  sr->add_flag("--whiten,!--no-whiten", o.whiten,
+               "speednet: start the stem as the whitening of the training images' 3x3 patches");
+  sr->add_flag("--prewarm,!--no-prewarm", o.prewarm,
+               "Read the data while the GPU and its libraries start, and run every step shape "
+               "once (CUDA graphs captured) before the first epoch");
   auto* par = cmd->add_option_group("Parallel training");
   add_enum_option(par, "--parallel", o.parallel, train::kParallelNames,
                   "none; dp: DataParallel, one process over --gpus GPUs; ddp: "
@@ -229,8 +246,10 @@ void apply_recipe(TrainFlags& f) {
   auto& o = f.o;
   const auto unset = [&](const char* flag) { return f.cmd->get_option(flag)->count() == 0; };
   const bool arrays = data::is_small_dataset(o.data);
-  if (unset("--model")) o.model = arrays ? "thinnet" : "resnet50";
+  if (unset("--model"))
+    o.model = train::is_speedrun(f.recipe) ? "speednet" : arrays ? "thinnet" : "resnet50";
   const auto recipe = unset("--recipe") ? train::default_recipe(o.model) : f.recipe;
+  f.recipe = recipe;
   const auto r = train::recipe_options(recipe);
   if (unset("--epochs")) o.epochs = r.epochs;
   if (unset("--batch")) o.batch = r.batch;
@@ -248,6 +267,24 @@ void apply_recipe(TrainFlags& f) {
   if (unset("--res")) o.res.res = arrays ? r.res.res : 224;  // JPEG images need a crop size
   if (unset("--workers"))
     o.workers = arrays ? 4 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // Widths: the recipe's for its own model, else the model's own.
+  const auto widths = models::default_widths(o.model);
+  if (unset("--blocks")) o.blocks = r.model == o.model ? r.blocks : widths.blocks;
+  if (unset("--filters")) o.filters = r.model == o.model ? r.filters : widths.filters;
+  if (!unset("--blocks")) o.blocks = models::parse_int_list(f.blocks, "--blocks");
+  if (!unset("--filters")) o.filters = models::parse_int_list(f.filters, "--filters");
+  if (unset("--ema")) o.ema_decay = r.ema_decay;
+  if (unset("--min-lr")) o.schedule.min_lr = r.schedule.min_lr;
+  if (unset("--eval-every")) o.eval_every = r.eval_every;
+  if (unset("--translate")) o.translate = r.translate;
+  if (unset("--flip")) o.flip = r.flip;
+  if (unset("--tta")) o.tta = r.tta;
+  if (unset("--whiten")) o.whiten = r.whiten;
+  if (unset("--prewarm")) o.prewarm = r.prewarm;
+  if (unset("--loader")) o.loader = r.loader;
+  if (unset("--last-batch")) o.last_batch = r.last_batch;
+  // The time-to-accuracy recipes run in the fastest mode wherever it exists (a GPU).
+  if (train::is_speedrun(recipe) && train::resolve_device(o.device).is_cuda()) f.fast = true;
 }
 
 int run_train(TrainFlags& f) {
@@ -263,8 +300,6 @@ int run_train(TrainFlags& f) {
     return train::launch_local(lo);
   }
   apply_recipe(f);
-  o.blocks = models::parse_int_list(f.blocks, "--blocks");
-  o.filters = models::parse_int_list(f.filters, "--filters");
   if (!f.lr_steps.empty()) {
     o.schedule.step_epochs = models::parse_int_list(f.lr_steps, "--lr-steps");
     for (int& e : o.schedule.step_epochs) --e;  // 1-based on the command line
@@ -280,6 +315,7 @@ int run_train(TrainFlags& f) {
   } else if (f.amp) {
     o.precision = f.amp_dtype;
   }
+  if (train::is_speedrun(f.recipe)) o.mode_name = enum_name(train::kRecipeNames, f.recipe);
   if (!f.json.empty()) tools::check_output_file(f.json, "--json");  // before the run, not after
   train::TrainCallbacks cb;
   cb.on_start = [](const std::string& line) {
@@ -299,9 +335,13 @@ int run_train(TrainFlags& f) {
   double final_acc = 0;
   for (const auto& e : report.epochs)
     if (e.evaluated) final_acc = e.test_accuracy;
-  std::printf("done: %zu epochs in %.2fs on %s (%.0f train images/s), final test accuracy %.2f%%\n",
+  std::printf("done: %zu epochs in %.2fs on %s (%.0f train images/s), final test accuracy %.2f%%",
               report.epochs.size(), report.total_seconds, report.device.c_str(),
               report.train_images_per_second, final_acc);
+  // Time to accuracy counts from the process's start (set-up and LibTorch's loading included).
+  if (train::is_speedrun(f.recipe))
+    std::printf(", %.2fs from process start", report.process_seconds);
+  std::printf("\n");
   if (!f.json.empty()) {
     std::ofstream out(f.json);
     out << report.to_json().dump(2) << "\n";

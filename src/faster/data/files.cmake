@@ -24,6 +24,7 @@ list(APPEND FASTER_BASE_SOURCES
 # The loaders and the load benchmark are the LibTorch units here (slow to compile: keep few).
 list(APPEND FASTER_TORCH_SOURCES
   src/faster/data/loader/device_loader.cpp
+  src/faster/data/augment/shift_flip.cpp
   src/faster/data/loader/image_loader.cpp
   src/faster/data/loader/load_benchmark.cpp
 )

@@ -1,7 +1,8 @@
 # models: the registry; ThinNet (the seed's model) and, with CUDA, its fused ReLU + BatchNorm
-# kernels; torchvision's ResNet-18/34/50.
+# kernels; torchvision's ResNet-18/34/50; SpeedNet (the speedrun recipe's).
 list(APPEND FASTER_TORCH_SOURCES src/faster/models/registry.cpp src/faster/models/thinnet.cpp
-     src/faster/models/resnet.cpp src/faster/models/sync_batchnorm.cpp)
+     src/faster/models/resnet.cpp src/faster/models/sync_batchnorm.cpp
+     src/faster/models/speednet.cpp)
 if(FASTER_CUDA)
   list(APPEND FASTER_TORCH_SOURCES src/faster/models/relu_batchnorm_cuda.cpp
                                    src/faster/models/batchnorm_relu_cudnn.cpp)

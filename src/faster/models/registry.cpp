@@ -5,6 +5,7 @@
 
 #include "faster/core/error.h"
 #include "faster/models/resnet.h"
+#include "faster/models/speednet.h"
 #include "faster/models/thinnet.h"
 
 namespace faster::models {
@@ -20,6 +21,16 @@ ThinNetOptions thinnet_options(const ModelOptions& o) {
   t.sync_all_reduce = o.sync_all_reduce;
   t.fused = o.fused;
   return t;
+}
+
+SpeedNetOptions speednet_options(const ModelOptions& o) {
+  if (o.norm != Norm::kBatch) FASTER_THROW("speednet: only BatchNorm (--norm batch, no --sync-bn)");
+  SpeedNetOptions s;
+  s.in_channels = o.in_channels;
+  s.classes = o.classes;
+  s.filters = o.filters;
+  s.blocks = o.blocks;
+  return s;
 }
 
 Model make_resnet(const std::string& name, const ModelOptions& o) {
@@ -40,6 +51,8 @@ struct Entry {
   std::function<Model(const ModelOptions&)> make;
   std::function<int(const ModelOptions&)> min_input_size;
   data::Normalization norm;
+  Widths widths;
+  std::function<void(Model&, const torch::Tensor&)> init_from_data;  // may be empty
 };
 
 data::Normalization unit_normalization() {
@@ -51,16 +64,34 @@ data::Normalization unit_normalization() {
 const std::vector<Entry>& registry() {
   static const std::vector<Entry> entries = [] {
     std::vector<Entry> e = {
-        {"thinnet", Family::kThinNet,
+        {"thinnet",
+         Family::kThinNet,
          [](const ModelOptions& o) { return Model(ThinNet(thinnet_options(o)).ptr(), "thinnet"); },
          [](const ModelOptions& o) { return thinnet_options(o).min_input_size(); },
-         unit_normalization()},
+         unit_normalization(),
+         {{3, 3, 2}, {32, 64, 128}},
+         {}},
+        {"speednet",
+         Family::kSpeedNet,
+         [](const ModelOptions& o) {
+           return Model(SpeedNet(speednet_options(o)).ptr(), "speednet");
+         },
+         [](const ModelOptions& o) { return speednet_options(o).min_input_size(); },
+         unit_normalization(),
+         {{1, 1, 1}, {64, 128, 256}},
+         [](Model& m, const torch::Tensor& images) {
+           dynamic_cast<SpeedNetImpl&>(m.module()).init_whitening(images);
+         }},
     };
     // Any side works (the last stage's map pools to 1x1); below 32 px it is 1x1 from layer3 on.
     for (const auto& name : resnet_names())
-      e.push_back({name, Family::kResNet,
+      e.push_back({name,
+                   Family::kResNet,
                    [name](const ModelOptions& o) { return make_resnet(name, o); },
-                   [](const ModelOptions&) { return 1; }, data::Normalization{}});
+                   [](const ModelOptions&) { return 1; },
+                   data::Normalization{},
+                   {},
+                   {}});
     return e;
   }();
   return entries;
@@ -84,6 +115,17 @@ std::vector<std::string> model_names() {
   std::vector<std::string> names;
   for (const auto& e : registry()) names.push_back(e.name);
   return names;
+}
+
+Widths default_widths(const std::string& name) {
+  return find(name).widths;
+}
+
+bool init_from_data(Model& model, const torch::Tensor& images) {
+  const auto& init = find(model.name()).init_from_data;
+  if (!init) return false;
+  init(model, images);
+  return true;
 }
 
 int min_input_size(const ModelOptions& options) {
@@ -138,7 +180,22 @@ ModelOptions infer_model_options(const std::map<std::string, std::vector<int64_t
     o.norm = shapes.count("features.0.2.weight") ? Norm::kBatch : Norm::kNone;
     return o;
   }
-  FASTER_THROW(where, ": its names match no model faster knows (ResNet-18/34/50, ThinNet)");
+  if (shape("stem.weight").size() == 4 && shape("stages.0.conv0.weight").size() == 4) {
+    // SpeedNet: a stage's convs are conv0 (pooled entry) and conv1..conv<blocks>.
+    o.name = "speednet";
+    o.in_channels = static_cast<int>(shape("stem.weight")[1]);
+    o.filters.clear(), o.blocks.clear();
+    for (int i = 0; shapes.count("stages." + std::to_string(i) + ".conv0.weight"); ++i) {
+      const auto stage = "stages." + std::to_string(i) + ".conv";
+      o.filters.push_back(static_cast<int>(shape(stage + "0.weight")[0]));
+      int b = 0;
+      while (shapes.count(stage + std::to_string(b + 1) + ".weight")) ++b;
+      o.blocks.push_back(b);
+    }
+    return o;
+  }
+  FASTER_THROW(where,
+               ": its names match no model faster knows (ResNet-18/34/50, ThinNet, SpeedNet)");
 }
 
 }  // namespace faster::models

@@ -19,7 +19,8 @@ struct ModelOptions {
   int classes = 10;
   Norm norm = Norm::kBatch;
   AllReduceSum sync_all_reduce;  // Norm::kSync: sums a tensor over the ranks of the job
-  // ThinNet: duplicate convs per stage and filters per stage.
+  // ThinNet: duplicate convs per stage and filters per stage.  SpeedNet: filters per stage and
+  // convs after each stage's pooled entry conv (default_widths gives each architecture's own).
   std::vector<int> blocks{3, 3, 2};
   std::vector<int> filters{32, 64, 128};
   // Normalization and ReLU as one fused kernel where it applies: ThinNet's ReLU -> BatchNorm as
@@ -39,19 +40,31 @@ std::vector<std::string> model_names();
 
 // What a training run needs to know of an architecture without building it.
 enum class Family {
-  kThinNet,  // the seed's small network: takes the data's channels, x / 255
-  kResNet,   // torchvision's ResNets: RGB input (a gray image repeated), ImageNet mean and std
+  kThinNet,   // the seed's small network: takes the data's channels, x / 255
+  kResNet,    // torchvision's ResNets: RGB input (a gray image repeated), ImageNet mean and std
+  kSpeedNet,  // the speedrun recipe's network: the data's channels, x / 255
 };
 Family family(const std::string& name);
 // The channels the architecture takes for data of `data_channels` channels.
 int input_channels(const std::string& name, int data_channels);
 
+// An architecture's own blocks and filters (what --blocks and --filters default to).
+struct Widths {
+  std::vector<int> blocks, filters;
+};
+Widths default_widths(const std::string& name);
+
+// Initialises the layers of `model` that start from the data (SpeedNet's whitening stem) from
+// `images` ([n, C, H, W] float, normalized as the model sees them); false when the architecture
+// has none.
+bool init_from_data(Model& model, const torch::Tensor& images);
+
 // The smallest image side the architecture accepts (ThinNet's unpadded convs shrink the map).
 int min_input_size(const ModelOptions& options);
 
 // Which registered architecture a state_dict belongs to, from its tensors' names and shapes: the
-// name, classes, input channels and (ThinNet) blocks, filters and norm.  Throws faster::Error
-// (prefixed by `where`) when it matches none.
+// name, classes, input channels and (ThinNet, SpeedNet) blocks, filters and norm.  Throws
+// faster::Error (prefixed by `where`) when it matches none.
 ModelOptions infer_model_options(const std::map<std::string, std::vector<int64_t>>& shapes,
                                  const std::string& where);
 

@@ -10,6 +10,7 @@ list(APPEND FASTER_TORCH_SOURCES
   src/faster/train/sgd.cpp
   src/faster/train/options.cpp
   src/faster/train/stepper.cpp
+  src/faster/train/device_warm_up.cpp
   src/faster/train/ema.cpp
   src/faster/train/trainer.cpp
   src/faster/train/checkpoint.cpp

@@ -24,6 +24,11 @@ double lr_factor(const LrSchedule& s, int64_t step, int64_t steps_per_epoch, int
       const double t = std::min(1.0, static_cast<double>(step - warmup) / span);
       return s.min_lr + (1.0 - s.min_lr) * 0.5 * (1.0 + std::cos(kPi * t));
     }
+    case LrDecay::kLinear: {
+      const int64_t span = std::max<int64_t>(1, total - 1 - warmup);
+      const double t = std::min(1.0, static_cast<double>(step - warmup) / span);
+      return 1.0 + (s.min_lr - 1.0) * t;
+    }
     case LrDecay::kStep: {
       const int64_t epoch = step / std::max<int64_t>(1, steps_per_epoch);
       double f = 1.0;

@@ -1,7 +1,7 @@
 // What changes over a run, as plain functions of where the run is: the learning rate per step
-// (linear warm-up, then constant, cosine or step decay) and the training resolution per epoch
-// (FixRes: train lower than test; progressive resizing: a linear ramp, FFCV-style).  No LibTorch:
-// the trainer asks for a number and hands it to the step.
+// (linear warm-up, then constant, cosine, linear or step decay) and the training resolution per
+// epoch (FixRes: train lower than test; progressive resizing: a linear ramp, FFCV-style).  No
+// LibTorch: the trainer asks for a number and hands it to the step.
 #pragma once
 
 #include <cstdint>
@@ -12,23 +12,25 @@
 
 namespace faster::train {
 
-enum class LrDecay { kConstant, kCosine, kStep };
-inline constexpr EnumName<LrDecay> kLrDecayNames[] = {
-    {"constant", LrDecay::kConstant}, {"cosine", LrDecay::kCosine}, {"step", LrDecay::kStep}};
+enum class LrDecay { kConstant, kCosine, kStep, kLinear };
+inline constexpr EnumName<LrDecay> kLrDecayNames[] = {{"constant", LrDecay::kConstant},
+                                                      {"cosine", LrDecay::kCosine},
+                                                      {"step", LrDecay::kStep},
+                                                      {"linear", LrDecay::kLinear}};
 
 // The rate relative to its peak (SgdOptions::lr): 1 after the warm-up until a decay starts.
 struct LrSchedule {
   double warmup_epochs = 0;   // linear from warmup_start to 1, per step
   double warmup_start = 0.0;  // fraction of lr the first step uses (torchvision: 0.01)
   LrDecay decay = LrDecay::kConstant;
-  double min_lr = 0.0;           // cosine: the rate at the end of the run, of the peak
+  double min_lr = 0.0;           // cosine, linear: the rate at the end of the run, of the peak
   std::vector<int> step_epochs;  // step: epochs (0-based) at which the rate is multiplied...
   double step_gamma = 0.1;       // ...by this
 };
 
 // The rate of step `step` (0-based, global) of a run of `epochs` epochs of `steps_per_epoch` steps,
-// as a fraction of the peak.  Cosine decays over the steps after the warm-up down to min_lr at the
-// last step.
+// as a fraction of the peak.  Cosine and linear decay over the steps after the warm-up down to
+// min_lr at the last step (linear after a linear warm-up: a triangular, one-cycle schedule).
 double lr_factor(const LrSchedule& s, int64_t step, int64_t steps_per_epoch, int epochs);
 
 // Throws faster::Error naming the flag when a value is out of range.

@@ -32,6 +32,12 @@ class CudnnBenchmarkOff {
 
 }  // namespace
 
+torch::Tensor flip_tta(const std::function<torch::Tensor(const torch::Tensor&)>& forward,
+                       const torch::Tensor& x) {
+  // flip() keeps x's memory format (channels-last stays channels-last).
+  return forward(x).add(forward(x.flip({3}))).mul_(0.5);
+}
+
 Stepper::Stepper(models::Model model, const TrainOptions& o, torch::Device device, Dist* dist,
                  std::vector<torch::Device> dp_devices, const data::Normalization& norm,
                  int channels, bool input_nhwc)
@@ -129,6 +135,34 @@ void Stepper::run(const data::Batch& b, std::unique_ptr<Captured>& c, const Step
   step(b.images, b.labels, b.size);
 }
 
+void Stepper::warm_up(const data::Batch& train, const data::Batch& eval) {
+  FASTER_CHECK(train.images.size(0) == o_.batch && eval.images.size(0) == o_.batch,
+               "warm_up takes full-size batches");
+  torch::NoGradGuard no_grad;
+  const auto flat = sgd_.flat_params().clone(), momentum = sgd_.momentum().clone();
+  // Graphs and checkpoints hold these tensors' addresses: restore into them, never replace them.
+  std::vector<torch::Tensor> state = model_->buffers();
+  if (scaler_)
+    for (const auto& t : scaler_->state()) state.push_back(t);
+  std::vector<torch::Tensor> saved;
+  for (const auto& t : state) saved.push_back(t.clone());
+  const int runs = o_.cuda_graph ? kEagerStepsBeforeCapture + 1 : 1;  // the last one captures
+  {
+    torch::AutoGradMode grad(true);
+    model_->train();
+    sgd_.set_lr(0);
+    for (int i = 0; i < runs; ++i) train_batch(train);
+  }
+  model_->eval();
+  for (int i = 0; i < runs; ++i) eval_batch(eval);
+  model_->train();
+  sgd_.flat_params().copy_(flat);
+  sgd_.momentum().copy_(momentum);
+  for (size_t i = 0; i < state.size(); ++i) state[i].copy_(saved[i]);
+  if (ema_) ema_->reset();
+  start_epoch();
+}
+
 // uint8 pixels -> (x / 255 - mean) / std as float, in the model's memory format.
 torch::Tensor Stepper::prepare(const torch::Tensor& x) const {
   auto t = input_nhwc_ ? x.permute({0, 3, 1, 2}) : x;  // NHWC data: an NCHW view, channels last
@@ -170,7 +204,8 @@ void Stepper::eval_step(const torch::Tensor& x, const torch::Tensor& y) {
   torch::Tensor out;
   {
     AutocastScope autocast(device_.type(), o_.precision, /*cache=*/!o_.cuda_graph);
-    out = forward(prepare(x));
+    out = o_.tta ? flip_tta([this](const torch::Tensor& t) { return forward(t); }, prepare(x))
+                 : forward(prepare(x));
   }
   // Padding rows carry kPadLabel: no prediction equals it, and the loss ignores it.
   const auto best = std::get<1>(out.topk(std::min<int64_t>(5, out.size(1)), 1));

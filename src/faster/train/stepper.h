@@ -1,8 +1,9 @@
 // The training and evaluation steps of one run, for any registered model: input normalization,
 // autocast, cross-entropy (label smoothing in training), the fp16 grad scaler, DDP's bucketed
 // all-reduce or DataParallel, flat SGD with a device-side learning rate, an optional weight EMA,
-// and CUDA-graph capture of full-size batches.  The step never reads a device value on the host:
-// losses and top-1/top-5 counts accumulate in device tensors, read once per epoch.
+// flip test-time augmentation, and CUDA-graph capture of full-size batches.  The step never reads a
+// device value on the host: losses and top-1/top-5 counts accumulate in device tensors, read once
+// per epoch.
 #pragma once
 
 #include <torch/types.h>
@@ -23,6 +24,11 @@
 #include "faster/train/step_graph.h"
 
 namespace faster::train {
+
+// Flip test-time augmentation: the mean of the logits of x and of x mirrored left to right (the
+// last dimension: W of NCHW).
+torch::Tensor flip_tta(const std::function<torch::Tensor(const torch::Tensor&)>& forward,
+                       const torch::Tensor& x);
 
 // The epoch's sums, read once per epoch (and summed over the ranks of a DDP job).
 struct StepTotals {
@@ -57,6 +63,11 @@ class Stepper {
 
   // Evaluation on the EMA weights (when there is an EMA): swaps them in, and back.
   void swap_ema();
+
+  // Runs the training and evaluation steps on these full-size batches until their graphs are
+  // captured (or once, without graphs), so the first epoch pays no cuDNN plan or capture; then
+  // restores the weights, momentum, buffers, EMA and sums: the run continues as if untouched.
+  void warm_up(const data::Batch& train, const data::Batch& eval);
 
  private:
   using StepFn = std::function<void(const torch::Tensor&, const torch::Tensor&, int64_t)>;

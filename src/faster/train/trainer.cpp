@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <optional>
 #include <thread>
 
@@ -16,6 +17,7 @@
 #include "faster/core/gpu_info.h"
 #include "faster/core/line_chart.h"
 #include "faster/core/log.h"
+#include "faster/core/process_clock.h"
 #include "faster/core/progress.h"
 #include "faster/core/timer.h"
 #include "faster/data/loader/image_loader.h"
@@ -23,6 +25,7 @@
 #include "faster/models/registry.h"
 #include "faster/tools/file_io.h"
 #include "faster/train/checkpoint.h"
+#include "faster/train/device_warm_up.h"
 #include "faster/train/parallel/data_parallel.h"
 #include "faster/train/parallel/dist.h"
 #include "faster/train/stepper.h"
@@ -39,7 +42,8 @@ nlohmann::json EpochStats::to_json() const {
                       {"loader_wait_seconds", loader_wait_seconds},
                       {"train_images", train_images},
                       {"lr", lr},
-                      {"res", res}};
+                      {"res", res},
+                      {"process_seconds", process_seconds}};
   if (evaluated) {
     j["test_loss"] = test_loss;
     j["test_accuracy"] = test_accuracy;
@@ -57,6 +61,8 @@ nlohmann::json TrainReport::to_json() const {
   j["classes"] = classes;
   j["start_epoch"] = start_epoch;
   j["total_seconds"] = total_seconds;
+  j["process_seconds"] = process_seconds;
+  j["setup"] = setup;
   j["train_images_per_second"] = train_images_per_second;
   j["epochs"] = nlohmann::json::array();
   double last = 0;
@@ -164,6 +170,7 @@ std::unique_ptr<data::Loader> make_loader(const TrainOptions& o, const TrainingD
   lo.normalize_on_device = false;  // the step normalizes (inside its CUDA graph)
   lo.on_bad_image = o.on_bad_image;
   lo.rrc.scale_min = o.crop_scale_min;
+  if (train) lo.shift_flip = {o.translate, o.flip == Flip::kOn};
   const bool as_stored = d.arrays() && (train ? o.res.res == 0 : plan.val_res == 0);
   lo.transform = as_stored ? data::Transform::kNone
                  : train   ? data::Transform::kTrain
@@ -187,6 +194,46 @@ std::unique_ptr<data::Loader> make_loader(const TrainOptions& o, const TrainingD
   if (!train && as_stored && o.loader == LoaderKind::kDevice && plan.channels == 0)
     return data::make_device_loader(*d.val_arrays, lo);
   return std::make_unique<data::ImageLoader>(train ? d.train : d.val, lo);
+}
+
+// Flip::kAuto decided from the data: Fashion-MNIST (a folder named *fashion* or *fmnist*) and
+// CIFAR-10 flip; MNIST's digits and any other set do not (a mirrored 3 is no 3).
+Flip resolve_flip(Flip flip, const TrainingData& d) {
+  if (flip != Flip::kAuto) return flip;
+  if (!d.arrays()) return Flip::kOff;
+  std::string name = d.train_arrays->name;
+  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const bool mirrorable = name.find("fashion") != std::string::npos ||
+                          name.find("fmnist") != std::string::npos || name.rfind("cifar", 0) == 0;
+  return mirrorable ? Flip::kOn : Flip::kOff;
+}
+
+// The first `n` training images as the model sees them (float, normalized), for the layers that
+// start from the data.
+torch::Tensor first_images(const data::ArrayDataset& a, int64_t n, const data::Normalization& norm,
+                           torch::Device device) {
+  n = std::min(n, a.n);
+  const auto u8 = torch::from_blob(const_cast<uint8_t*>(a.images.data()),
+                                   {n, a.channels, a.height, a.width}, torch::kUInt8);
+  const auto per_channel = [&](const float* v) {
+    return torch::tensor(std::vector<float>(v, v + a.channels)).view({1, a.channels, 1, 1});
+  };
+  return u8.to(device)
+      .to(torch::kFloat)
+      .div_(255)
+      .sub_(per_channel(norm.mean).to(device))
+      .div_(per_channel(norm.std).to(device));
+}
+
+// A full-size batch of `loader`'s first epoch, for the step warm-up (its sampler order, so no
+// state changes: the epoch is restarted by the loop).
+std::optional<data::Batch> first_full_batch(data::Loader& loader, int64_t batch) {
+  loader.start_epoch(0);
+  auto b = loader.next();
+  if (!b || b->images.size(0) != batch) return std::nullopt;
+  b->images = b->images.clone();
+  b->labels = b->labels.clone();
+  return b;
 }
 
 // metrics.jsonl (appended) and metrics.svg (rewritten after every epoch) in --log-dir.
@@ -235,7 +282,28 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   WorldInfo world;
   auto dist = join_job(o, world, device);
   const bool is_main = world.is_main();
-  const auto d = open_training_data(o.data, o.val_data, o.train_limit, o.test_limit);
+  // --prewarm: the data is read (and unzipped) while CUDA, cuDNN and cuBLAS start.
+  nlohmann::json setup = {{"start_s", process_seconds()}};
+  std::future<TrainingData> reading;
+  if (o.prewarm)
+    reading = std::async(std::launch::async, [&o] {
+      return open_training_data(o.data, o.val_data, o.train_limit, o.test_limit);
+    });
+  if (o.prewarm) {
+    warm_up_device(device, o.precision, o.channels_last);
+    setup["device_ready_s"] = process_seconds();
+  }
+  const auto d = o.prewarm ? reading.get()
+                           : open_training_data(o.data, o.val_data, o.train_limit, o.test_limit);
+  setup["data_read_s"] = process_seconds();
+  // Shifts and flips are the device loader's, for small datasets as stored (crops flip anyway).
+  const bool as_stored_on_device = o.loader == LoaderKind::kDevice && d.arrays() && o.res.res == 0;
+  if (!as_stored_on_device && (o.translate > 0 || o.flip == Flip::kOn))
+    FASTER_THROW(
+        "--translate and --flip on shift and flip small datasets as stored on the device: "
+        "they need --loader device, and no --res");
+  o.flip = as_stored_on_device ? resolve_flip(o.flip, d) : Flip::kOff;
+  o.tta = o.tta && o.flip == Flip::kOn;  // a mirrored test image is only evidence where flips apply
   if (!d.arrays() && o.res.res == 0) o.res.res = 224;  // JPEG images of any size need a crop size
   if (o.loader == LoaderKind::kDevice && (!d.arrays() || o.res.res > 0))
     FASTER_THROW("--loader device serves small datasets as stored; with ",
@@ -269,6 +337,13 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   auto model = models::make_model(mo);
   model->to(device);
   if (o.channels_last) to_channels_last(model.module());
+  if (o.whiten) {
+    if (!d.arrays()) FASTER_THROW("--whiten needs a small array dataset");
+    const auto images =
+        first_images(*d.train_arrays, 2000, models::input_normalization(o.model), device);
+    if (!models::init_from_data(model, images))
+      FASTER_THROW("--whiten: ", o.model, " has no layer initialised from the data");
+  }
 
   MetricsLog log(is_main ? o.log_dir : std::string());
   TrainReport report;
@@ -320,6 +395,15 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   auto train_loader = make_loader(o, d, plan, device, world, true);
   std::unique_ptr<data::Loader> val_loader;
   if (d.val) val_loader = make_loader(o, d, plan, device, world, false);
+  setup["loaders_ready_s"] = process_seconds();
+  if (o.prewarm && val_loader) {  // every step shape once (graphs captured) before epoch 1
+    const auto tb = first_full_batch(*train_loader, o.batch);
+    const auto eb = first_full_batch(*val_loader, o.batch);
+    if (tb && eb) stepper.warm_up(*tb, *eb);
+    if (device.is_cuda()) torch::cuda::synchronize(device.index());
+    setup["steps_ready_s"] = process_seconds();
+  }
+  report.setup = setup;
   auto* image_loader = dynamic_cast<data::ImageLoader*>(train_loader.get());
   const int64_t steps_per_epoch = train_loader->batches_per_epoch();
   int64_t train_images = 0;
@@ -394,6 +478,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
       if (image_loader) e.loader_wait_seconds = image_loader->stats().wait_s - waited_before;
       e.lr = lr;
       e.res = res;
+      e.process_seconds = process_seconds();
       train_images += e.train_images;
       // A diverged run stops here (the fp16 scaler skips the steps it can).
       const bool weights_finite = torch::isfinite(stepper.sgd().flat_params()).all().item<bool>();
@@ -425,6 +510,9 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
     if (callbacks.on_epoch && is_main) callbacks.on_epoch(report.epochs.back());
   }
   report.total_seconds = total.seconds();
+  // The clock stops at the last test pass (its accuracy read back), not at the report's writing.
+  report.process_seconds =
+      report.epochs.empty() ? process_seconds() : report.epochs.back().process_seconds;
   report.train_images_per_second = train_seconds > 0 ? train_images / train_seconds : 0;
   log.write({{"event", "done"}, {"result", report.to_json()}});
   if (!o.save.empty() && is_main) {

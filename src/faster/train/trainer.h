@@ -25,6 +25,7 @@ struct EpochStats {
   int64_t train_images = 0;
   double lr = 0;  // at the epoch's last step
   int res = 0;    // training resolution (0: as stored)
+  double process_seconds = 0;  // since the process started, at the end of the epoch (test included)
 
   nlohmann::json to_json() const;
 };
@@ -33,6 +34,11 @@ struct TrainReport {
   std::vector<EpochStats> epochs;
   double total_seconds = 0;  // model on the device -> end of the last test epoch (as the peer)
   double train_images_per_second = 0;  // training images over training time (evaluation left out)
+  // Since the process started (process_clock.h), at the end of the last test pass: what a stopwatch
+  // around the command shows, less the exit.  `setup`: the process clock at each set-up milestone
+  // (start_s, device_ready_s, data_read_s, loaders_ready_s, steps_ready_s).
+  double process_seconds = 0;
+  nlohmann::json setup;
   std::string device, model, data;
   int classes = 0;
   int start_epoch = 0;  // > 0 when resumed

@@ -1,6 +1,8 @@
 // The device-resident loaders: the dataset is uploaded once as uint8 (Fashion-MNIST is 47 MB), each
-// epoch's permutation is uploaded once, and a batch is one gather on the device; and the synthetic
-// loader, one random batch made on the device and delivered at every step (the model alone).
+// epoch's permutation is uploaded once, and a batch is one gather on the device (with a shift and
+// flip, the dataset is stored padded and the whole epoch is augmented in one pass when it starts, a
+// few kernels per epoch, so a batch is then a slice); and the synthetic loader, one random batch
+// made on the device and delivered at every step (the model alone).
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
@@ -56,6 +58,10 @@ class DeviceLoader : public DeviceSideLoader {
     images_ = torch::from_blob(const_cast<uint8_t*>(data.images.data()),
                                {data.n, data.channels, data.height, data.width}, u8)
                   .to(o.device);
+    if (o.shift_flip.active()) {
+      const int64_t p = o.shift_flip.pad;
+      images_ = torch::constant_pad_nd(images_, {p, p, p, p}, 0);
+    }
     labels_ = torch::from_blob(const_cast<int64_t*>(data.labels.data()), {data.n}, torch::kLong)
                   .to(o.device);
   }
@@ -68,18 +74,24 @@ class DeviceLoader : public DeviceSideLoader {
     idx.resize(padded, 0);  // padding rows reuse sample 0; their label is replaced below
     index_ = torch::tensor(idx, torch::kLong).to(options_.device, /*non_blocking=*/false);
     epoch_labels_ = labels_.index_select(0, index_);
+    if (options_.shift_flip.active()) {
+      const auto params = shift_flip_params(idx, options_.shift_flip, options_.sampler.seed, epoch)
+                              .to(options_.device);
+      epoch_images_ = shift_flip(images_.index_select(0, index_), params, options_.shift_flip.pad);
+    }
     if (padded > samples_) epoch_labels_.narrow(0, samples_, padded - samples_).fill_(kPadLabel);
     restart(epoch);
   }
 
  private:
   void take(int64_t first, int64_t rows, Batch& b) override {
-    b.images = images_.index_select(0, index_.narrow(0, first, rows));
+    b.images = epoch_images_.defined() ? epoch_images_.narrow(0, first, rows)
+                                       : images_.index_select(0, index_.narrow(0, first, rows));
     b.labels = epoch_labels_.narrow(0, first, rows);
   }
 
   Sampler sampler_;
-  torch::Tensor images_, labels_, index_, epoch_labels_;
+  torch::Tensor images_, labels_, index_, epoch_labels_, epoch_images_;
 };
 
 class SyntheticLoader : public DeviceSideLoader {

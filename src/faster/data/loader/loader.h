@@ -18,6 +18,7 @@
 #include "faster/core/enum_names.h"
 #include "faster/data/augment/crop_params.h"
 #include "faster/data/augment/resample.h"
+#include "faster/data/augment/shift_flip.h"
 #include "faster/data/augment/store.h"
 #include "faster/data/decode/jpeg_decoder.h"
 #include "faster/data/loader/sampler.h"
@@ -54,6 +55,8 @@ struct LoaderOptions {
   // a grayscale array into RGB (the value repeated), as a grayscale JPEG decodes.
   int channels = 0;
   RandomResizedCropOptions rrc;
+  // The device-resident loader, kNone: a random shift and flip of every sample (shift_flip.h).
+  ShiftFlipOptions shift_flip;
   Filter filter = Filter::kAntialias;
   OutputType output = OutputType::kUint8;
   Layout layout = Layout::kNCHW;
@@ -97,7 +100,8 @@ class Loader {
 };
 
 // The device-resident loader: `data` uploaded to o.device once as uint8 NCHW, each epoch's order
-// uploaded once, a batch one gather (o.batch, o.sampler, o.last_batch and o.device are read).
+// uploaded once, a batch one gather (o.batch, o.sampler, o.last_batch, o.shift_flip and o.device
+// are read).  With o.shift_flip the epoch's samples are shifted and flipped at once when it starts.
 std::unique_ptr<Loader> make_device_loader(const ArrayDataset& data, const LoaderOptions& o);
 
 // What the synthetic loader imitates: a dataset of `samples` images of `channels` x size x size

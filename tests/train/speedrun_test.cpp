@@ -1,0 +1,160 @@
+// The speedrun recipe's pieces against references (flip TTA is the mean of the two passes; the
+// step warm-up leaves the run untouched), and tiny CPU runs: the recipe through the command line
+// improves on its first epoch and reports its process time; its weights load back in `faster eval`.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
+
+#include "faster/core/error.h"
+#include "faster/models/registry.h"
+#include "faster/train/stepper.h"
+#include "faster/train/trainer.h"
+#include "support/test_support.h"
+
+namespace faster::train {
+namespace {
+
+models::Model small_speednet() {
+  models::ModelOptions mo;
+  mo.name = "speednet";
+  mo.filters = {8, 16, 32};
+  mo.blocks = {1, 1, 1};
+  torch::manual_seed(0);
+  auto m = models::make_model(mo);
+  // BatchNorm statistics of real activations (fresh ones shrink the logits to nothing).
+  torch::NoGradGuard no_grad;
+  for (int i = 0; i < 20; ++i) m.forward(torch::rand({16, 1, 28, 28}));
+  m->eval();
+  return m;
+}
+
+TEST(FlipTta, IsTheMeanOfTheLogitsOfBothPasses) {
+  auto m = small_speednet();
+  torch::NoGradGuard no_grad;
+  const auto x = torch::rand({4, 1, 28, 28});
+  const auto f = [&](const torch::Tensor& t) { return m.forward(t); };
+  // Mirrored by hand, column by column.
+  auto mirrored = torch::empty_like(x);
+  for (int64_t c = 0; c < 28; ++c) mirrored.select(3, c).copy_(x.select(3, 27 - c));
+  const auto direct = (m.forward(x) + m.forward(mirrored)) / 2;
+  EXPECT_TRUE(torch::allclose(flip_tta(f, x), direct, 1e-5, 1e-6));
+  // Hence a test image and its mirror image get the same prediction.
+  EXPECT_TRUE(torch::allclose(flip_tta(f, mirrored), direct, 1e-5, 1e-6));
+  // The flip mattered: one pass alone is further from the mean than the tolerance above.
+  const double one_pass = (m.forward(x) - direct).abs().max().item<double>();
+  EXPECT_GT(one_pass, 100 * (1e-6 + 1e-5 * direct.abs().max().item<double>())) << one_pass;
+}
+
+TrainOptions tiny_speedrun() {
+  TrainOptions o;
+  o.data = test::fashion_mnist_dir().string();
+  o.device = "cpu";
+  o.model = "speednet";
+  o.filters = {8, 16, 32};
+  o.blocks = {1, 1, 1};
+  o.epochs = 2;
+  o.batch = 64;
+  o.sgd.lr = 0.05;
+  o.sgd.nesterov = true;
+  o.train_limit = 512;
+  o.test_limit = 256;
+  o.loader = LoaderKind::kDevice;
+  o.translate = 2;
+  o.flip = Flip::kAuto;
+  o.tta = true;
+  o.whiten = true;
+  return o;
+}
+
+// The warm-up runs train and eval steps, then restores everything: a run with it equals one
+// without, to the last bit on the CPU.
+TEST(Speedrun, StepWarmUpLeavesTheRunUntouched) {
+  REQUIRE_FASHION_MNIST();
+  auto o = tiny_speedrun();
+  o.ema_decay = 0.9;
+  const auto plain = train(o);
+  o.prewarm = true;
+  const auto warmed = train(o);
+  ASSERT_EQ(plain.epochs.size(), warmed.epochs.size());
+  for (size_t e = 0; e < plain.epochs.size(); ++e) {
+    EXPECT_EQ(plain.epochs[e].train_loss, warmed.epochs[e].train_loss) << e;
+    EXPECT_EQ(plain.epochs[e].test_accuracy, warmed.epochs[e].test_accuracy) << e;
+  }
+  EXPECT_TRUE(warmed.setup.contains("steps_ready_s"));
+  EXPECT_TRUE(warmed.setup.contains("device_ready_s"));
+  // The options say what was decided from the data: Fashion-MNIST flips.
+  EXPECT_EQ(warmed.options["flip"], "on");
+  EXPECT_EQ(warmed.options["tta"], true);
+}
+
+TEST(Speedrun, RecipeImprovesOnItsFirstEpochAndCountsFromProcessStart) {
+  REQUIRE_FASHION_MNIST();
+  test::TempDir d;
+  const auto json = d / "r.json";
+  const auto r = test::run_faster(
+      "train --recipe speedrun --device cpu --filters 8,16,32 --epochs 4 --batch 128 "
+      "--train-limit 2048 --test-limit 500 --eval-every 1 --json " +
+      json.string() + test::fashion_mnist_flag());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("from process start"), std::string::npos) << r.output;
+  const auto j = nlohmann::json::parse(test::read_file(json));
+  EXPECT_EQ(j["options"]["model"], "speednet");
+  EXPECT_EQ(j["options"]["mode"], "speedrun");
+  EXPECT_EQ(j["options"]["lr_decay"], "linear");
+  EXPECT_EQ(j["options"]["translate"], 2);
+  EXPECT_EQ(j["options"]["flip"], "on");
+  EXPECT_EQ(j["options"]["whiten"], true);
+  EXPECT_EQ(j["options"]["filters"], (std::vector<int>{8, 16, 32}));
+  EXPECT_EQ(j["options"]["blocks"], (std::vector<int>{1, 1, 1}));
+  const auto& epochs = j["epochs"];
+  ASSERT_EQ(epochs.size(), 4u);
+  const double first = epochs[0]["test_accuracy"], last = epochs[3]["test_accuracy"];
+  EXPECT_GT(last, first + 2.0) << r.output;
+  EXPECT_GT(last, 60.0) << r.output;  // 10 classes: chance is 10 %
+  // The process clock covers the whole timed run and the start-up before it.
+  const double process = j["process_seconds"], total = j["total_seconds"];
+  EXPECT_GT(process, total);
+  EXPECT_DOUBLE_EQ(process, epochs[3]["process_seconds"].get<double>());
+  EXPECT_LT(epochs[0]["process_seconds"].get<double>(), process);
+}
+
+TEST(Speedrun, MnistDigitsAreNotFlipped) {
+  REQUIRE_FASHION_MNIST();
+  // The same idx files under a folder named like MNIST's: flips (and so flip TTA) are off.
+  test::TempDir d;
+  const auto mnist = d / "mnist";
+  std::filesystem::create_directories(mnist);
+  for (const auto& f : std::filesystem::directory_iterator(test::fashion_mnist_dir()))
+    std::filesystem::create_symlink(f.path(), mnist / f.path().filename());
+  auto o = tiny_speedrun();
+  o.data = mnist.string();
+  o.epochs = 1;
+  const auto r = train(o);
+  EXPECT_EQ(r.options["flip"], "off");
+  EXPECT_EQ(r.options["tta"], false);
+  o.flip = Flip::kOn;  // asked for: obeyed
+  EXPECT_EQ(train(o).options["flip"], "on");
+  o.loader = LoaderKind::kHost;  // the host loader has no shifts or flips: refused, not ignored
+  EXPECT_THROW(train(o), Error);
+}
+
+TEST(Speedrun, SavedWeightsEvaluateToTheSameAccuracy) {
+  REQUIRE_FASHION_MNIST();
+  test::TempDir d;
+  auto o = tiny_speedrun();
+  o.tta = false;     // `faster eval` runs one pass
+  o.test_limit = 0;  // eval reads the whole test split
+  o.save = (d / "speednet.pt").string();
+  const auto r = train(o);
+  EvalOptions e;
+  e.weights = o.save;
+  e.data = o.data;
+  e.device = "cpu";
+  const auto ev = evaluate(e);
+  EXPECT_EQ(ev.model, "speednet");
+  EXPECT_NEAR(ev.top1, r.epochs.back().test_accuracy, 0.02);
+}
+
+}  // namespace
+}  // namespace faster::train
