@@ -106,7 +106,7 @@ void SpeedNetImpl::init_whitening(const torch::Tensor& images, double eps) {
   const auto centered = patches - mean;
   const auto cov = centered.t().mm(centered) / std::max<int64_t>(1, patches.size(0) - 1);
   // A k x k eigenproblem on the host: on a GPU it would load cuSOLVER, a second of start-up.
-  auto [values, vectors] = torch::linalg::eigh(cov.cpu(), "L");
+  auto [values, vectors] = torch::linalg_eigh(cov.cpu(), "L");
   values = values.to(cov.device()), vectors = vectors.to(cov.device());
   const auto w = vectors.t() / (values + eps).sqrt().unsqueeze(1);  // row r: v_r / sqrt(l_r)
   const auto both = torch::cat({w, -w});                            // [2k, k]
