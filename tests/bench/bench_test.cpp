@@ -65,14 +65,24 @@ TEST(Bench, TableHasBaselineRowsColumnsAndFastLine) {
   const auto md = markdown(r);
   EXPECT_NE(md.find("on Test GPU"), std::string::npos) << md;
   EXPECT_NE(md.find("filters 32,64,128"), std::string::npos) << md;
-  EXPECT_NE(md.find("baseline (single GPU, host loader, fp32): 10.00 s (86.0 %)"), std::string::npos) << md;
+  EXPECT_NE(md.find("baseline (single GPU, host loader, fp32): 10.00 s (86.0 %)"),
+            std::string::npos)
+      << md;
   EXPECT_NE(md.find("| mode [GPUs] | plain | +cudnn_benchmark | +AMP | +cudnn_benchmark +AMP |"),
-            std::string::npos) << md;
-  EXPECT_NE(md.find("| single, host loader [1] | 10.00 s (86.0 %) | 9.00 s (86.0 %) | 8.00 s (86.0 %) | "
-                    "7.00 s (86.0 %) |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| single, device loader [1] | 5.00 s (86.0 %) | n/a | 3.00 s"), std::string::npos) << md;
+            std::string::npos)
+      << md;
+  EXPECT_NE(
+      md.find("| single, host loader [1] | 10.00 s (86.0 %) | 9.00 s (86.0 %) | 8.00 s (86.0 %) | "
+              "7.00 s (86.0 %) |"),
+      std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| single, device loader [1] | 5.00 s (86.0 %) | n/a | 3.00 s"),
+            std::string::npos)
+      << md;
   EXPECT_NE(md.find("| DDP [8] | 2.00 s (86.0 %) |"), std::string::npos) << md;
-  EXPECT_NE(md.find("fastest mode (--fast) [1]: 1.00 s (86.5 %), 10.0x the baseline"), std::string::npos) << md;
+  EXPECT_NE(md.find("fastest mode (--fast) [1]: 1.00 s (86.5 %), 10.0x the baseline"),
+            std::string::npos)
+      << md;
   const auto svg = svg_chart(r);
   EXPECT_EQ(std::count(svg.begin(), svg.end(), '\n') > 0, true);
   size_t rects = 0;
@@ -86,9 +96,10 @@ TEST(Bench, TableHasBaselineRowsColumnsAndFastLine) {
 TEST(Bench, ShortCpuRunWritesTableJsonAndChart) {
   REQUIRE_FASHION_MNIST();
   test::TempDir d;
-  const auto r = test::run_faster("bench --cpu --epochs 1 --train-limit 256 --test-limit 128 "
-                                  "--blocks 0,0,0 --batch 64 --filters 8,16,32 --out " + d.path().string() +
-                                  test::fashion_mnist_flag());
+  const auto r = test::run_faster(
+      "bench --cpu --epochs 1 --train-limit 256 --test-limit 128 "
+      "--blocks 0,0,0 --batch 64 --filters 8,16,32 --out " +
+      d.path().string() + test::fashion_mnist_flag());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("short CPU version"), std::string::npos) << r.output;
   const auto md = test::read_file(d / "bench.md");

@@ -10,7 +10,7 @@
 namespace faster::bench {
 
 struct BenchOptions {
-  std::string exe;   // the faster program to run
+  std::string exe;  // the faster program to run
   std::string out_dir = "bench-out";
   std::string data;  // passed to train --data when set
   int epochs = 5;
@@ -18,10 +18,10 @@ struct BenchOptions {
   std::string blocks = "3,3,2";
   std::string filters = "32,64,128";
   int repeats = 3;
-  bool gpu = true;   // false: the short CPU version
-  int gpus = 1;      // GPUs the parallel rows use
+  bool gpu = true;  // false: the short CPU version
+  int gpus = 1;     // GPUs the parallel rows use
   int64_t train_limit = 0, test_limit = 0;
-  std::vector<std::string> rows;  // which rows; empty = all that apply
+  std::vector<std::string> rows;        // which rows; empty = all that apply
   std::vector<std::string> extra_args;  // appended to every train command
 };
 
@@ -63,6 +63,7 @@ nlohmann::json to_json(const Report& r);
 std::string svg_chart(const Report& r);
 
 // Runs `exe args...` with output to `log`; returns the exit code (128+signal when killed).
-int run_process(const std::string& exe, const std::vector<std::string>& args, const std::string& log);
+int run_process(const std::string& exe, const std::vector<std::string>& args,
+                const std::string& log);
 
 }  // namespace faster::bench

@@ -1,4 +1,5 @@
-// Report writers for `faster bench`: the Markdown table (the seed's layout), JSON, and an SVG chart.
+// Report writers for `faster bench`: the Markdown table (the seed's layout), JSON, and an SVG
+// chart.
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -24,7 +25,8 @@ const CellResult* find(const Report& r, const std::string& row, const std::strin
 }
 
 std::string device_name(const Report& r) {
-  if (!r.options.gpu) return "CPU (" + r.env.value("/cpu/model"_json_pointer, std::string("?")) + ")";
+  if (!r.options.gpu)
+    return "CPU (" + r.env.value("/cpu/model"_json_pointer, std::string("?")) + ")";
   const auto& gpus = r.env["cuda"]["gpus"];
   return gpus.empty() ? "GPU" : gpus[0].value("name", std::string("GPU"));
 }
@@ -34,15 +36,16 @@ std::string device_name(const Report& r) {
 std::string markdown(const Report& r) {
   const auto& o = r.options;
   std::ostringstream md;
-  md << "faster bench: ThinNet (blocks " << o.blocks << ", filters " << o.filters << "), batch " << o.batch << ", " << o.epochs
-     << " epoch(s), on " << device_name(r) << "; seconds (final test accuracy), median of "
-     << o.repeats << " run(s)\n";
+  md << "faster bench: ThinNet (blocks " << o.blocks << ", filters " << o.filters << "), batch "
+     << o.batch << ", " << o.epochs << " epoch(s), on " << device_name(r)
+     << "; seconds (final test accuracy), median of " << o.repeats << " run(s)\n";
   if (!o.gpu)
-    md << "No GPU: the short CPU version (" << (o.train_limit ? std::to_string(o.train_limit) : "all")
+    md << "No GPU: the short CPU version ("
+       << (o.train_limit ? std::to_string(o.train_limit) : "all")
        << " train images); cuDNN columns do not apply, AMP is bf16 autocast.\n";
   const auto* base = find(r, "single, host loader", "plain");
-  md << "\nbaseline (single " << (o.gpu ? "GPU" : "CPU") << ", host loader, fp32): " << cell_text(base)
-     << "\n\n| mode [GPUs] |";
+  md << "\nbaseline (single " << (o.gpu ? "GPU" : "CPU")
+     << ", host loader, fp32): " << cell_text(base) << "\n\n| mode [GPUs] |";
   for (const auto& c : kColumns) md << " " << c << " |";
   md << "\n|---|";
   for (size_t i = 0; i < kColumns.size(); ++i) md << "---|";
@@ -61,7 +64,8 @@ std::string markdown(const Report& r) {
     md << "\nfastest mode (--fast) [" << fast->cell.gpus << "]: " << cell_text(fast);
     if (fast->ok() && base && base->ok()) {
       char buf[64];
-      std::snprintf(buf, sizeof buf, ", %.1fx the baseline", base->median_seconds() / fast->median_seconds());
+      std::snprintf(buf, sizeof buf, ", %.1fx the baseline",
+                    base->median_seconds() / fast->median_seconds());
       md << buf;
     }
     md << "\n";
@@ -72,20 +76,32 @@ std::string markdown(const Report& r) {
 nlohmann::json to_json(const Report& r) {
   nlohmann::json j;
   const auto& o = r.options;
-  j["options"] = {{"epochs", o.epochs}, {"batch", o.batch}, {"blocks", o.blocks}, {"filters", o.filters},
-                  {"repeats", o.repeats}, {"gpu", o.gpu}, {"data", o.data},
-                  {"train_limit", o.train_limit}, {"test_limit", o.test_limit}};
+  j["options"] = {{"epochs", o.epochs},
+                  {"batch", o.batch},
+                  {"blocks", o.blocks},
+                  {"filters", o.filters},
+                  {"repeats", o.repeats},
+                  {"gpu", o.gpu},
+                  {"data", o.data},
+                  {"train_limit", o.train_limit},
+                  {"test_limit", o.test_limit}};
   j["env"] = r.env;
   j["cells"] = nlohmann::json::array();
   for (const auto& c : r.cells) {
     nlohmann::json runs = nlohmann::json::array();
     for (const auto& run : c.runs)
-      runs.push_back({{"ok", run.ok}, {"seconds", run.seconds}, {"test_accuracy", run.accuracy},
+      runs.push_back({{"ok", run.ok},
+                      {"seconds", run.seconds},
+                      {"test_accuracy", run.accuracy},
                       {"error", run.error}});
-    j["cells"].push_back({{"row", c.cell.row}, {"column", c.cell.column}, {"gpus", c.cell.gpus},
-                          {"args", c.cell.args}, {"ok", c.ok()},
+    j["cells"].push_back({{"row", c.cell.row},
+                          {"column", c.cell.column},
+                          {"gpus", c.cell.gpus},
+                          {"args", c.cell.args},
+                          {"ok", c.ok()},
                           {"median_seconds", c.median_seconds()},
-                          {"median_test_accuracy", c.median_accuracy()}, {"runs", runs}});
+                          {"median_test_accuracy", c.median_accuracy()},
+                          {"runs", runs}});
   }
   return j;
 }
@@ -100,8 +116,9 @@ std::string svg_chart(const Report& r) {
   const int height = kTop + kRow * static_cast<int>(r.cells.size()) + 10;
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kLabelWidth + kBarWidth + 90
       << "\" height=\"" << height << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
-      << "<text x=\"4\" y=\"18\" font-weight=\"bold\">faster bench: seconds for " << r.options.epochs
-      << " epoch(s), median of " << r.options.repeats << " (shorter is faster)</text>\n";
+      << "<text x=\"4\" y=\"18\" font-weight=\"bold\">faster bench: seconds for "
+      << r.options.epochs << " epoch(s), median of " << r.options.repeats
+      << " (shorter is faster)</text>\n";
   int y = kTop;
   for (const auto& c : r.cells) {
     const std::string label = c.cell.row + " / " + c.cell.column;
@@ -113,7 +130,8 @@ std::string svg_chart(const Report& r) {
       std::snprintf(num, sizeof num, "%.2f s", c.median_seconds());
       svg << "<rect x=\"" << kLabelWidth << "\" y=\"" << y + 3 << "\" width=\"" << w
           << "\" height=\"" << kRow - 6 << "\" fill=\"" << colour << "\"/>\n"
-          << "<text x=\"" << kLabelWidth + w + 4 << "\" y=\"" << y + 14 << "\">" << num << "</text>\n";
+          << "<text x=\"" << kLabelWidth + w + 4 << "\" y=\"" << y + 14 << "\">" << num
+          << "</text>\n";
     } else {
       svg << "<text x=\"" << kLabelWidth << "\" y=\"" << y + 14 << "\" fill=\"#999\">"
           << (c.ok() ? "" : "failed") << "</text>\n";

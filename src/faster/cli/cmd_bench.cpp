@@ -57,10 +57,11 @@ int run_bench(BenchFlags& f) {
   o.train_limit = f.train_limit >= 0 ? f.train_limit : (o.gpu ? 0 : 4096);
   o.test_limit = f.test_limit >= 0 ? f.test_limit : (o.gpu ? 0 : 2048);
   if (!o.gpu)
-    std::printf("faster bench: no GPU%s, so the short CPU version: %d epoch(s) on %lld train images, "
-                "%d run(s) per cell\n",
-                f.cpu ? " requested" : " visible", o.epochs, static_cast<long long>(o.train_limit),
-                o.repeats);
+    std::printf(
+        "faster bench: no GPU%s, so the short CPU version: %d epoch(s) on %lld train images, "
+        "%d run(s) per cell\n",
+        f.cpu ? " requested" : " visible", o.epochs, static_cast<long long>(o.train_limit),
+        o.repeats);
   o.gpus = std::max(1, cuda_device_count());
   o.exe = self_exe();
   fs::create_directories(o.out_dir);
@@ -112,9 +113,12 @@ void add_bench(CLI::App& root, int& exit_code) {
   cmd->add_option("--batch", f->o.batch, "Batch size per process")->capture_default_str();
   cmd->add_option("--blocks", f->o.blocks, "ThinNet blocks per stage")->capture_default_str();
   cmd->add_option("--filters", f->o.filters, "ThinNet filters per stage")->capture_default_str();
-  cmd->add_option("--repeats", f->repeats, "Runs per configuration, median reported (default 3 on a GPU, 1 on a CPU)");
-  cmd->add_option("--train-limit", f->train_limit, "Train images per epoch (default all on a GPU, 4096 on a CPU)");
-  cmd->add_option("--test-limit", f->test_limit, "Test images (default all on a GPU, 2048 on a CPU)");
+  cmd->add_option("--repeats", f->repeats,
+                  "Runs per configuration, median reported (default 3 on a GPU, 1 on a CPU)");
+  cmd->add_option("--train-limit", f->train_limit,
+                  "Train images per epoch (default all on a GPU, 4096 on a CPU)");
+  cmd->add_option("--test-limit", f->test_limit,
+                  "Test images (default all on a GPU, 2048 on a CPU)");
   cmd->add_option("--rows", f->o.rows,
                   "Only these rows (separated by ';'): 'single, host loader', 'single, device "
                   "loader', DataParallel, DDP, fast")
