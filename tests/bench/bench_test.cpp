@@ -2,8 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 
 #include "faster/bench/matrix.h"
+#include "faster/core/error.h"
 #include "support/test_support.h"
 
 namespace faster::bench {
@@ -93,6 +95,104 @@ TEST(Bench, TableHasBaselineRowsColumnsAndFastLine) {
   EXPECT_DOUBLE_EQ(j["cells"].back()["median_seconds"].get<double>(), 1.0);
 }
 
+TEST(TimeToAccuracy, SecondsAreThoseOfTheFirstEpochAtTheTarget) {
+  const std::vector<CurvePoint> curve = {
+      {3.0, 80.0}, {4.0, 93.9}, {5.0, 94.0}, {6.0, 93.5}, {7.0, 95}};
+  EXPECT_DOUBLE_EQ(seconds_to_target(curve, 94).value(), 5.0);  // reached at the third epoch
+  EXPECT_DOUBLE_EQ(seconds_to_target(curve, 50).value(), 3.0);  // at the first
+  EXPECT_FALSE(seconds_to_target(curve, 95.5).has_value());     // never
+  EXPECT_FALSE(seconds_to_target({}, 10).has_value());          // a failed run misses
+  // From `faster train --json`: epochs without a test pass are not points.
+  const auto j = nlohmann::json::parse(R"({"epochs": [{"process_seconds": 2.5},
+      {"process_seconds": 3.5, "test_accuracy": 91.0}]})");
+  const auto parsed = curve_of_train_json(j);
+  ASSERT_EQ(parsed.size(), 1u);
+  EXPECT_DOUBLE_EQ(parsed[0].seconds, 3.5);
+  EXPECT_DOUBLE_EQ(parsed[0].accuracy, 91.0);
+}
+
+TtaRun tta_run(int seed, std::vector<CurvePoint> curve) {
+  TtaRun r;
+  r.seed = seed;
+  r.ok = true;
+  r.final_accuracy = curve.back().accuracy;
+  r.curve = std::move(curve);
+  return r;
+}
+
+TEST(TimeToAccuracy, RowCountsMissesAsNeverInTheMedian) {
+  TtaRow row{94, {}, {}, ""};
+  row.runs.push_back(tta_run(0, {{2, 90}, {3, 94.5}}));
+  row.runs.push_back(tta_run(1, {{2, 90}, {3, 93.0}}));  // missed
+  row.runs.push_back(tta_run(2, {{2, 94.2}, {3, 95.0}}));
+  EXPECT_EQ(row.reached(), 2);
+  EXPECT_DOUBLE_EQ(row.median_seconds().value(), 3.0);  // 2, 3, never
+  EXPECT_NEAR(row.mean_accuracy(), (94.5 + 93.0 + 95.0) / 3, 1e-12);
+  EXPECT_DOUBLE_EQ(row.min_accuracy(), 93.0);
+  EXPECT_DOUBLE_EQ(row.spread(), 2.0);
+  row.runs.push_back(tta_run(3, {{2, 50}}));  // half missed: the (upper) median is a miss
+  EXPECT_FALSE(row.median_seconds().has_value());
+  row.runs.pop_back();
+  row.peer = {{1.5, 92.0}, {2.5, 94.1}};
+  row.peer_name = "peer_s0";
+  Report r;
+  r.options.gpu = false;
+  r.env = {{"cpu", {{"model", "Test CPU"}}}};
+  r.cells.push_back(result("single, host loader", "plain", {10.0}, 86));
+  r.tta = row;
+  const auto md = markdown(r);
+  EXPECT_NE(md.find("| single, host loader [1] | 10.00 s (86.0 %) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| speedrun [3 seeds] | 3.00 s | 2/3 | 94.17 % | 93.00 % | 2.00 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| peer (peer_s0) | 2.50 s | 1/1 | 94.10 % |"), std::string::npos) << md;
+  const auto j = to_json(r)["time_to_accuracy"];
+  EXPECT_DOUBLE_EQ(j["target"].get<double>(), 94);
+  EXPECT_EQ(j["reached"], 2);
+  EXPECT_DOUBLE_EQ(j["median_seconds_to_target"].get<double>(), 3.0);
+  EXPECT_TRUE(j["runs"][1]["seconds_to_target"].is_null());
+  EXPECT_DOUBLE_EQ(j["peer"]["seconds_to_target"].get<double>(), 2.5);
+  // One SVG: the matrix's bars, then the curves (3 seeds, the peer, the target line).
+  const auto svg = svg_chart(r);
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("<rect x=\"330\""), std::string::npos) << svg;  // a bar
+  EXPECT_NE(svg.find("seconds from process start"), std::string::npos) << svg;
+  size_t lines = 0;
+  for (size_t p = svg.find("<polyline"); p != std::string::npos; p = svg.find("<polyline", p + 1))
+    ++lines;
+  EXPECT_EQ(lines, 5u);
+  for (const char* name : {"faster seed 2", "peer", "target 94 %"})
+    EXPECT_NE(svg.find(name), std::string::npos) << name;
+}
+
+TEST(TimeToAccuracy, PeerCurveIsReadAndBadLinesAreNamed) {
+  test::TempDir d;
+  std::ofstream(d / "good.txt") << "# seconds accuracy\n1.5 92\n\n2.5 94.1\n";
+  const auto c = read_curve((d / "good.txt").string());
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_DOUBLE_EQ(c[1].seconds, 2.5);
+  EXPECT_DOUBLE_EQ(c[1].accuracy, 94.1);
+  std::ofstream(d / "bad.txt") << "1.5 92\nacc=93\n";
+  try {
+    read_curve((d / "bad.txt").string());
+    FAIL() << "a bad line was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.txt:2"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TimeToAccuracy, BadTargetOrSeedsIsAUsageError) {
+  for (const char* flags : {"--tta-target 0", "--tta-target 100.5", "--tta-target -3",
+                            "--tta-target 94 --tta-seeds 0", "--tta-seeds 3"}) {
+    const auto r = test::run_faster(std::string("bench --cpu ") + flags);
+    EXPECT_GE(r.exit_code, 2) << flags << ": "
+                              << r.output;  // CLI11's usage codes; 1 is a failed run
+    EXPECT_NE(r.output.find("faster: error: --tta-"), std::string::npos)
+        << flags << ": " << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << flags << ": " << r.output;
+  }
+}
+
 TEST(Bench, ShortCpuRunWritesTableJsonAndChart) {
   REQUIRE_FASHION_MNIST();
   test::TempDir d;
@@ -108,6 +208,39 @@ TEST(Bench, ShortCpuRunWritesTableJsonAndChart) {
   EXPECT_EQ(md.find("failed"), std::string::npos) << md;
   EXPECT_NE(test::read_file(d / "bench.json").find("median_seconds"), std::string::npos);
   EXPECT_NE(test::read_file(d / "bench.svg").find("<svg"), std::string::npos);
+}
+
+TEST(Bench, ShortCpuRunWithTheTimeToAccuracyRow) {
+  REQUIRE_FASHION_MNIST();
+  test::TempDir d;
+  // Tiny: a few hundred images, speedrun at a tenth of its width; 30 % is reached in an epoch.
+  const auto r = test::run_faster(
+      "bench --cpu --rows 'single, host loader;tta' --epochs 1 --train-limit 512 --test-limit 256 "
+      "--blocks 0,0,0 --batch 64 --filters 8,16,32 --tta-target 30 --tta-seeds 2 "
+      "--tta-args='--filters 8,16,32 --epochs 2 --batch 64' --out " +
+      d.path().string() + test::fashion_mnist_flag());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto md = test::read_file(d / "bench.md");
+  EXPECT_NE(md.find("| single, host loader [1] |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| run | seconds to 30 % | seeds reaching it |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| speedrun [2 seeds] | "), std::string::npos) << md;
+  EXPECT_NE(md.find(" | 2/2 | "), std::string::npos) << md;
+  const auto j = nlohmann::json::parse(test::read_file(d / "bench.json"))["time_to_accuracy"];
+  EXPECT_EQ(j["seeds"], 2);
+  EXPECT_EQ(j["reached"], 2);
+  ASSERT_EQ(j["runs"].size(), 2u);
+  for (const auto& run : j["runs"]) {
+    EXPECT_EQ(run["curve"].size(), 2u) << run;  // --eval-every 1: both epochs
+    const double s = run["seconds_to_target"], first = run["curve"][0][0];
+    EXPECT_GE(s, first);  // the process clock, start-up included
+    EXPECT_GT(first, 0.0);
+  }
+  EXPECT_GT(j["median_seconds_to_target"].get<double>(), 0.0);
+  EXPECT_GE(j["min_final_test_accuracy"].get<double>(), 30.0);
+  const auto svg = test::read_file(d / "bench.svg");
+  EXPECT_NE(svg.find("test accuracy (%)"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("faster seed 1"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("seconds from process start"), std::string::npos) << svg;
 }
 
 }  // namespace

@@ -4,8 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "faster/bench/time_to_accuracy.h"
 
 namespace faster::bench {
 
@@ -23,6 +26,11 @@ struct BenchOptions {
   int64_t train_limit = 0, test_limit = 0;
   std::vector<std::string> rows;        // which rows; empty = all that apply
   std::vector<std::string> extra_args;  // appended to every train command
+  // The time-to-accuracy row (time_to_accuracy.h): off while the target is 0.
+  double tta_target = 0;
+  int tta_seeds = 5;
+  std::string tta_peer;               // a peer's "seconds accuracy" curve, plotted beside
+  std::vector<std::string> tta_args;  // appended to its train commands only
 };
 
 // One cell of the table: a row (mode), a column (tricks) and the flags that make it.
@@ -56,6 +64,7 @@ struct Report {
   BenchOptions options;
   nlohmann::json env;
   std::vector<CellResult> cells;
+  std::optional<TtaRow> tta;
 };
 
 std::string markdown(const Report& r);

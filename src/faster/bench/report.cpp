@@ -2,6 +2,7 @@
 // chart.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 
@@ -43,6 +44,7 @@ std::string markdown(const Report& r) {
     md << "No GPU: the short CPU version ("
        << (o.train_limit ? std::to_string(o.train_limit) : "all")
        << " train images); cuDNN columns do not apply, AMP is bf16 autocast.\n";
+  if (r.cells.empty()) return r.tta ? md.str() + tta_markdown(*r.tta) : md.str();
   const auto* base = find(r, "single, host loader", "plain");
   md << "\nbaseline (single " << (o.gpu ? "GPU" : "CPU")
      << ", host loader, fp32): " << cell_text(base) << "\n\n| mode [GPUs] |";
@@ -70,6 +72,7 @@ std::string markdown(const Report& r) {
     }
     md << "\n";
   }
+  if (r.tta) md << tta_markdown(*r.tta);
   return md.str();
 }
 
@@ -103,10 +106,12 @@ nlohmann::json to_json(const Report& r) {
                           {"median_test_accuracy", c.median_accuracy()},
                           {"runs", runs}});
   }
+  if (r.tta) j["time_to_accuracy"] = tta_json(*r.tta);
   return j;
 }
 
-std::string svg_chart(const Report& r) {
+namespace {
+std::string bar_chart_svg(const Report& r) {
   // Horizontal bars, one per successful cell, longest time = full width.
   constexpr int kLabelWidth = 330, kBarWidth = 420, kRow = 22, kTop = 30;
   double longest = 0;
@@ -139,6 +144,26 @@ std::string svg_chart(const Report& r) {
     y += kRow;
   }
   svg << "</svg>\n";
+  return svg.str();
+}
+
+// The number in `attr="..."` of an SVG document's root element.
+int svg_attribute(const std::string& svg, const std::string& attr) {
+  const auto p = svg.find(" " + attr + "=\"");
+  return p == std::string::npos ? 0 : std::atoi(svg.c_str() + p + attr.size() + 3);
+}
+}  // namespace
+
+std::string svg_chart(const Report& r) {
+  if (!r.tta) return bar_chart_svg(r);
+  // The bars on top (when the matrix ran), the time-to-accuracy chart under them, as nested SVGs.
+  const std::string bars = r.cells.empty() ? "" : bar_chart_svg(r), tta = tta_chart_svg(*r.tta);
+  const int top = svg_attribute(bars, "height");
+  std::ostringstream svg;
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\""
+      << std::max(svg_attribute(bars, "width"), svg_attribute(tta, "width")) << "\" height=\""
+      << top + svg_attribute(tta, "height") << "\">\n"
+      << bars << "<svg y=\"" << top << "\"" << tta.substr(std::string("<svg").size()) << "</svg>\n";
   return svg.str();
 }
 

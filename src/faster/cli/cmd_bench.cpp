@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "faster/bench/matrix.h"
 #include "faster/cli/command.h"
@@ -22,7 +24,18 @@ struct BenchFlags {
   bool cpu = false;
   int epochs = -1, repeats = -1;
   int64_t train_limit = -1, test_limit = -1;
+  std::string tta_args;  // split on spaces into o.tta_args
 };
+
+// The error, or "" for a run that wrote its report: `train`'s exit code and its log's last line.
+std::string run_error(int code, bool have_json, const std::string& log) {
+  if (code == 0 && have_json) return "";
+  std::ifstream lf(log);
+  std::string line, last;
+  while (std::getline(lf, line))
+    if (!line.empty()) last = line;
+  return "exit " + std::to_string(code) + ": " + last + " (see " + log + ")";
+}
 
 bench::Run run_once(const bench::Cell& cell, const bench::BenchOptions& o, int index) {
   const std::string stem = (fs::path(o.out_dir) / ("run-" + std::to_string(index))).string();
@@ -31,20 +44,29 @@ bench::Run run_once(const bench::Cell& cell, const bench::BenchOptions& o, int i
   bench::Run run;
   const int code = bench::run_process(o.exe, bench::train_args(cell, o, json), log);
   std::ifstream in(json);
-  if (code == 0 && in) {
-    const auto j = nlohmann::json::parse(in, nullptr, false);
-    if (!j.is_discarded()) {
-      run.ok = true;
-      run.seconds = j.value("total_seconds", 0.0);
-      run.accuracy = j.value("final_test_accuracy", 0.0);
-      return run;
-    }
-  }
-  std::ifstream lf(log);
-  std::string line, last;
-  while (std::getline(lf, line))
-    if (!line.empty()) last = line;
-  run.error = "exit " + std::to_string(code) + ": " + last + " (see " + log + ")";
+  const auto j = in ? nlohmann::json::parse(in, nullptr, false) : nlohmann::json();
+  run.error = run_error(code, j.is_object(), log);
+  if (!run.error.empty()) return run;
+  run.ok = true;
+  run.seconds = j.value("total_seconds", 0.0);
+  run.accuracy = j.value("final_test_accuracy", 0.0);
+  return run;
+}
+
+bench::TtaRun run_tta(const bench::BenchOptions& o, int seed) {
+  const std::string stem = (fs::path(o.out_dir) / ("tta-seed-" + std::to_string(seed))).string();
+  const std::string json = stem + ".json", log = stem + ".log";
+  fs::remove(json);
+  bench::TtaRun run;
+  run.seed = seed;
+  const int code = bench::run_process(o.exe, bench::tta_train_args(o, seed, json), log);
+  std::ifstream in(json);
+  const auto j = in ? nlohmann::json::parse(in, nullptr, false) : nlohmann::json();
+  run.error = run_error(code, j.is_object(), log);
+  if (!run.error.empty()) return run;
+  run.ok = true;
+  run.curve = bench::curve_of_train_json(j);
+  run.final_accuracy = j.value("final_test_accuracy", 0.0);
   return run;
 }
 
@@ -62,6 +84,8 @@ int run_bench(BenchFlags& f) {
         "%d run(s) per cell\n",
         f.cpu ? " requested" : " visible", o.epochs, static_cast<long long>(o.train_limit),
         o.repeats);
+  std::istringstream words(f.tta_args);
+  for (std::string w; words >> w;) o.tta_args.push_back(w);
   o.gpus = std::max(1, cuda_device_count());
   o.exe = self_exe();
   fs::create_directories(o.out_dir);
@@ -69,8 +93,18 @@ int run_bench(BenchFlags& f) {
   report.options = o;
   report.env = env_info();
   const auto cells = bench::plan(o);
-  if (cells.empty()) FASTER_THROW("--rows selects no configuration");
-  Progress bar("bench", static_cast<int64_t>(cells.size()) * o.repeats, "run");
+  const bool tta = o.tta_target > 0 && (o.rows.empty() || std::find(o.rows.begin(), o.rows.end(),
+                                                                    "tta") != o.rows.end());
+  if (cells.empty() && !tta) FASTER_THROW("--rows selects no configuration");
+  if (tta) {
+    report.tta = bench::TtaRow{o.tta_target, {}, {}, ""};
+    if (!o.tta_peer.empty()) {  // read before the runs: a bad file fails in a second, not an hour
+      report.tta->peer = bench::read_curve(o.tta_peer);
+      report.tta->peer_name = fs::path(o.tta_peer).stem().string();
+    }
+  }
+  Progress bar("bench", static_cast<int64_t>(cells.size()) * o.repeats + (tta ? o.tta_seeds : 0),
+               "run");
   int index = 0;
   for (const auto& cell : cells) {
     bench::CellResult result{cell, {}};
@@ -81,6 +115,13 @@ int run_bench(BenchFlags& f) {
       if (!result.runs.back().ok) break;  // a failing configuration fails every time
     }
     report.cells.push_back(result);
+  }
+  if (tta) {
+    bar.set_suffix("time to accuracy");
+    for (int seed = 0; seed < o.tta_seeds; ++seed) {
+      report.tta->runs.push_back(run_tta(o, seed));
+      bar.add();
+    }
   }
   bar.finish();
   const auto md = bench::markdown(report);
@@ -96,6 +137,13 @@ int run_bench(BenchFlags& f) {
                    c.cell.column.c_str(), c.runs.back().error.c_str());
       ++failed;
     }
+  if (report.tta)
+    for (const auto& run : report.tta->runs)
+      if (!run.ok) {
+        std::fprintf(stderr, "faster bench: time to accuracy, seed %d failed: %s\n", run.seed,
+                     run.error.c_str());
+        ++failed;
+      }
   return failed ? 1 : 0;
 }
 
@@ -121,11 +169,46 @@ void add_bench(CLI::App& root, int& exit_code) {
                   "Test images (default all on a GPU, 2048 on a CPU)");
   cmd->add_option("--rows", f->o.rows,
                   "Only these rows (separated by ';'): 'single, host loader', 'single, device "
-                  "loader', DataParallel, DDP, fast")
+                  "loader', DataParallel, DDP, fast, tta (the time-to-accuracy row)")
       ->delimiter(';');
   cmd->add_flag("--cpu", f->cpu, "Run the CPU version even when a GPU is visible");
   cmd->add_option("--train-args", f->o.extra_args, "Extra arguments for every 'faster train' run")
       ->allow_extra_args();
+  // A percentage in (0, 100]: CLI11's Range includes its lower end.
+  const CLI::Validator percent(
+      [](std::string& s) {
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        return end != s.c_str() && *end == 0 && v > 0 && v <= 100
+                   ? std::string()
+                   : s + " is not a percentage in (0, 100]";
+      },
+      "(0,100]");
+  auto* target =
+      cmd->add_option("--tta-target", f->o.tta_target,
+                      "Add the time-to-accuracy row: seconds from process start until "
+                      "'faster train --recipe speedrun --eval-every 1' reaches this test "
+                      "accuracy (%), for --tta-seeds seeds; its chart joins bench.svg")
+          ->check(percent);
+  cmd->add_option("--tta-seeds", f->o.tta_seeds, "Seeds (0..N-1) of the time-to-accuracy row")
+      ->check(CLI::Validator(
+          [](std::string& s) {
+            char* end = nullptr;
+            const long v = std::strtol(s.c_str(), &end, 10);
+            return end != s.c_str() && *end == 0 && v >= 1 ? std::string()
+                                                           : s + " is not at least 1";
+          },
+          ">=1"))
+      ->needs(target)
+      ->capture_default_str();
+  cmd->add_option("--tta-peer", f->o.tta_peer,
+                  "A peer's accuracy against process seconds (lines \"seconds accuracy\", e.g. "
+                  "scripts/speedrun_peer.py --curve), plotted and tabled beside the row")
+      ->needs(target);
+  cmd->add_option("--tta-args", f->tta_args,
+                  "Extra arguments for the time-to-accuracy row's 'faster train' runs only, as one "
+                  "string: --tta-args=\"--epochs 10 --lr 0.6\"")
+      ->needs(target);
   cmd->callback([f, &exit_code] { exit_code = run_bench(*f); });
 }
 
