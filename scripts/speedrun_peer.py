@@ -7,8 +7,11 @@ smoothing 0.2, weight decay off norms and biases, flip test-time augmentation, o
 end.  --compile adds torch.compile (its compile time counts: the clock starts with the process).
 
 Prints one line: RESULT seed=S acc=A process_s=P train_s=T epochs=E (P: from the process's start,
-read from /proc/self/stat as faster does, to the end of the test pass).
+read from /proc/self/stat as faster does, to the end of the test pass).  --curve FILE tests after
+every epoch, as `faster train --eval-every 1` does (the passes count in the time), and writes one
+"process_seconds accuracy" line per epoch: the peer curve of `faster bench --tta-peer FILE`.
 Usage: python3 speedrun_peer.py --data FMNIST_DIR [--seed 0] [--epochs 8] [--compile] [--flip auto]
+       [--curve FILE]
 """
 import argparse, gzip, os, time
 
@@ -92,6 +95,7 @@ def main():
     ap.add_argument('--filters', default='64,128,256'); ap.add_argument('--blocks', default='1,1,1')
     ap.add_argument('--flip', default='auto', choices=['auto', 'on', 'off'])
     ap.add_argument('--compile', action='store_true'); ap.add_argument('--no-tta', action='store_true')
+    ap.add_argument('--curve', help='write "process_seconds accuracy" after every epoch to this file')
     a = ap.parse_args()
     torch.manual_seed(a.seed)
     dev = torch.device('cuda')
@@ -121,6 +125,18 @@ def main():
     fwd = torch.compile(model) if a.compile else model
     crit = nn.CrossEntropyLoss(label_smoothing=a.smoothing)
     gen = torch.Generator(device=dev); gen.manual_seed(a.seed)
+
+    def test_accuracy():
+        model.eval(); correct = torch.zeros((), device=dev, dtype=torch.long)
+        with torch.no_grad(), torch.autocast('cuda', dtype=torch.bfloat16):
+            for i in range(0, test_y.numel(), a.batch):
+                x = test_x[i:i + a.batch].float().div_(255).contiguous(memory_format=torch.channels_last)
+                out = fwd(x)
+                if flip and not a.no_tta: out = (out + fwd(x.flip(3))) / 2
+                correct += (out.argmax(1) == test_y[i:i + a.batch]).sum()
+        return 100.0 * correct.item() / test_y.numel()
+
+    curve = open(a.curve, 'w') if a.curve else None
     t0 = time.perf_counter()
     for epoch in range(a.epochs):
         model.train()
@@ -134,14 +150,11 @@ def main():
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step(); sched.step()
-    model.eval(); correct = torch.zeros((), device=dev, dtype=torch.long)
-    with torch.no_grad(), torch.autocast('cuda', dtype=torch.bfloat16):
-        for i in range(0, test_y.numel(), a.batch):
-            x = test_x[i:i + a.batch].float().div_(255).contiguous(memory_format=torch.channels_last)
-            out = fwd(x)
-            if flip and not a.no_tta: out = (out + fwd(x.flip(3))) / 2
-            correct += (out.argmax(1) == test_y[i:i + a.batch]).sum()
-    acc = 100.0 * correct.item() / test_y.numel()
+        if curve:  # .item() in test_accuracy waits for the device, so the clock is honest
+            acc = test_accuracy()
+            curve.write(f'{process_seconds():.3f} {acc:.2f}\n'); curve.flush()
+    if curve: curve.close()
+    else: acc = test_accuracy()
     train_s = time.perf_counter() - t0
     print(f'RESULT seed={a.seed} acc={acc:.2f} process_s={process_seconds():.3f} train_s={train_s:.3f} '
           f'epochs={a.epochs} compile={int(a.compile)} flip={int(flip)}', flush=True)
