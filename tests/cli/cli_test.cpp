@@ -10,9 +10,10 @@ namespace {
 
 int lines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }
 
-void expect_one_line_error(const std::string& args, const std::string& needle) {
+// `code`: 2 for usage errors, 1 for errors met while working (docs/exit_codes.md).
+void expect_one_line_error(const std::string& args, const std::string& needle, int code) {
   const auto r = test::run_faster(args);
-  EXPECT_NE(r.exit_code, 0) << args;
+  EXPECT_EQ(r.exit_code, code) << args << "\n" << r.output;
   EXPECT_EQ(lines(r.output), 1) << args << "\n" << r.output;
   EXPECT_NE(r.output.find("error"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.output;
@@ -34,27 +35,29 @@ TEST(Cli, HelpListsCommandsAndFlags) {
 }
 
 TEST(Cli, BadFlagsAndValues) {
-  expect_one_line_error("train --no-such-flag", "--no-such-flag");
-  expect_one_line_error("train --epochs zero", "--epochs");
-  expect_one_line_error("train --epochs 0", "--epochs must be at least 1");
-  expect_one_line_error("train --loader gpu", "--loader");
-  expect_one_line_error("train --blocks 3,a,2", "--blocks");
-  expect_one_line_error("train --device tpu", "--device");
-  expect_one_line_error("train --momentum 1.5", "--momentum");
-  expect_one_line_error("train --device cpu --cudnn-benchmark-limit -1", "--cudnn-benchmark-limit");
+  expect_one_line_error("train --no-such-flag", "--no-such-flag", 2);
+  expect_one_line_error("train --epochs zero", "--epochs", 2);
+  expect_one_line_error("train --epochs 0", "--epochs must be at least 1", 2);
+  expect_one_line_error("train --loader gpu", "--loader", 2);
+  expect_one_line_error("train --blocks 3,a,2", "--blocks", 2);
+  expect_one_line_error("train --device tpu", "--device", 2);
+  expect_one_line_error("train --momentum 1.5", "--momentum", 2);
+  expect_one_line_error("train --device cpu --cudnn-benchmark-limit -1", "--cudnn-benchmark-limit",
+                        2);
   expect_one_line_error("train --device cpu --cudnn-benchmark-all-shapes",
-                        "--cudnn-benchmark-all-shapes needs --cudnn-benchmark");
-  expect_one_line_error("frobnicate", "unknown command 'frobnicate'");
+                        "--cudnn-benchmark-all-shapes needs --cudnn-benchmark", 2);
+  expect_one_line_error("frobnicate", "unknown command 'frobnicate'", 2);
 }
 
 TEST(Cli, MissingDataAndDeviceErrors) {
-  expect_one_line_error("train --data /nonexistent/data --device cpu", "/nonexistent/data");
+  expect_one_line_error("train --data /nonexistent/data --device cpu", "/nonexistent/data", 1);
   test::TempDir empty;
-  expect_one_line_error("train --device cpu --data " + empty.path().string(), "no Fashion-MNIST");
+  expect_one_line_error("train --device cpu --data " + empty.path().string(), "no Fashion-MNIST",
+                        1);
   const auto r = test::run_faster("train --device cuda:7 --data " + empty.path().string());
-  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("cuda:7"), std::string::npos) << r.output;
-  expect_one_line_error("train --device cpu --amp --amp-dtype fp16", "fp16 needs --device cuda");
+  expect_one_line_error("train --device cpu --amp --amp-dtype fp16", "fp16 needs --device cuda", 1);
 }
 
 TEST(Cli, EnvPrintsJson) {

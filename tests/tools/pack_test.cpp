@@ -131,7 +131,7 @@ TEST(Pack, BadArgumentsAndFailedWritesLeaveNoDatabase) {
   o.out = t.src / "db";  // inside the source
   EXPECT_THROW(tools::pack_folder(o), Error);
   const RunResult no_args = run_faster("pack");
-  EXPECT_EQ(no_args.exit_code, 1);
+  EXPECT_EQ(no_args.exit_code, 2);  // a usage error (docs/exit_codes.md)
   EXPECT_NE(no_args.output.find("needs --src DIR and --out DB"), std::string::npos);
   const RunResult not_db = run_faster("pack --verify " + quoted(t.src));
   EXPECT_EQ(not_db.exit_code, 1);

@@ -120,12 +120,12 @@ TEST(Synth, TreeIsDeterministicAndComplete) {
 
 TEST(Synth, CliErrorsAreOneLine) {
   auto r = test::run_faster("synth --classes 2");
-  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.exit_code, 2);  // a usage error (docs/exit_codes.md)
   EXPECT_NE(r.output.find("--out is required"), std::string::npos) << r.output;
   test::TempDir t;
   r = test::run_faster("synth --out " + t.path().string() + " --classes 0");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.output, "faster: error: synth: --classes must be at least 1 (got 0)\n");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output, "faster: error: --classes must be between 1 and 100000 (got 0)\n");
   r = test::run_faster("synth --out " + t.path().string() + " --classes 2 --images 1 --quality 80");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("synth: 2 files"), std::string::npos) << r.output;

@@ -34,6 +34,9 @@ size_t median_index(const std::vector<Run>& runs) {
 double CellResult::median_seconds() const { return ok() ? runs[median_index(runs)].seconds : 0; }
 double CellResult::median_accuracy() const { return ok() ? runs[median_index(runs)].accuracy : 0; }
 
+const std::vector<std::string> kRows = {
+    "single, host loader", "single, device loader", "DataParallel", "DDP", "fast", "tta"};
+
 std::vector<Cell> plan(const BenchOptions& o) {
   std::vector<Cell> cells;
   const auto wanted = [&](const std::string& row) {

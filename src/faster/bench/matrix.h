@@ -55,6 +55,7 @@ struct CellResult {
 };
 
 extern const std::vector<std::string> kColumns;  // plain, +cudnn_benchmark, +AMP, +both
+extern const std::vector<std::string> kRows;     // every row's name (--rows picks among them)
 // The cells to run: baseline, the rows x columns that apply on this machine, and the fastest mode.
 std::vector<Cell> plan(const BenchOptions& o);
 // The full `faster train` argument list of a cell.

@@ -22,18 +22,25 @@ namespace {
 struct BenchFlags {
   bench::BenchOptions o;
   bool cpu = false;
-  int epochs = -1, repeats = -1;
-  int64_t train_limit = -1, test_limit = -1;
+  int epochs = 0, repeats = 0;
+  int64_t train_limit = 0, test_limit = 0;
   std::string tta_args;  // split on spaces into o.tta_args
+  CLI::App* cmd = nullptr;
 };
 
 // The error, or "" for a run that wrote its report: `train`'s exit code and its log's last line.
+// A usage error is in the flags bench passes on, the same for every run: it is bench's own.
 std::string run_error(int code, bool have_json, const std::string& log) {
   if (code == 0 && have_json) return "";
   std::ifstream lf(log);
   std::string line, last;
   while (std::getline(lf, line))
     if (!line.empty()) last = line;
+  if (code == kExitUsage) {
+    const std::string prefix = "faster: error: ";
+    if (last.rfind(prefix, 0) == 0) last.erase(0, prefix.size());
+    FASTER_USAGE_ERROR(last);
+  }
   return "exit " + std::to_string(code) + ": " + last + " (see " + log + ")";
 }
 
@@ -70,14 +77,32 @@ bench::TtaRun run_tta(const bench::BenchOptions& o, int seed) {
   return run;
 }
 
+// The flags' ranges, before any run starts (each run would otherwise fail the same way).
+void validate(const BenchFlags& f) {
+  const auto given = [&](const char* flag) { return f.cmd->get_option(flag)->count() > 0; };
+  if (given("--epochs")) check_at_least("--epochs", f.epochs, 1);
+  if (given("--repeats")) check_range("--repeats", f.repeats, 1, 1000);
+  if (given("--train-limit")) check_at_least("--train-limit", f.train_limit, 0);
+  if (given("--test-limit")) check_at_least("--test-limit", f.test_limit, 0);
+  check_at_least("--batch", f.o.batch, 1);  // the rest (its upper bound, --blocks, --filters)
+                                            // the first run checks: see run_error
+  std::string rows;
+  for (const auto& r : bench::kRows) rows += (rows.empty() ? "" : "; ") + r;
+  for (const auto& row : f.o.rows)
+    if (std::find(bench::kRows.begin(), bench::kRows.end(), row) == bench::kRows.end())
+      FASTER_USAGE_ERROR("--rows: '", row, "' is not a row (rows: ", rows, ")");
+}
+
 int run_bench(BenchFlags& f) {
+  validate(f);
   auto& o = f.o;
   o.gpu = !f.cpu && cuda_device_count() > 0;
   // Without a GPU the default is a short CPU run: minutes, not hours.
-  o.epochs = f.epochs > 0 ? f.epochs : (o.gpu ? 5 : 1);
-  o.repeats = f.repeats > 0 ? f.repeats : (o.gpu ? 3 : 1);
-  o.train_limit = f.train_limit >= 0 ? f.train_limit : (o.gpu ? 0 : 4096);
-  o.test_limit = f.test_limit >= 0 ? f.test_limit : (o.gpu ? 0 : 2048);
+  const auto given = [&](const char* flag) { return f.cmd->get_option(flag)->count() > 0; };
+  o.epochs = given("--epochs") ? f.epochs : (o.gpu ? 5 : 1);
+  o.repeats = given("--repeats") ? f.repeats : (o.gpu ? 3 : 1);
+  o.train_limit = given("--train-limit") ? f.train_limit : (o.gpu ? 0 : 4096);
+  o.test_limit = given("--test-limit") ? f.test_limit : (o.gpu ? 0 : 2048);
   if (!o.gpu)
     std::printf(
         "faster bench: no GPU%s, so the short CPU version: %d epoch(s) on %lld train images, "
@@ -88,14 +113,14 @@ int run_bench(BenchFlags& f) {
   for (std::string w; words >> w;) o.tta_args.push_back(w);
   o.gpus = std::max(1, cuda_device_count());
   o.exe = self_exe();
+  const auto cells = bench::plan(o);
+  const bool tta = o.tta_target > 0 && (o.rows.empty() || std::find(o.rows.begin(), o.rows.end(),
+                                                                    "tta") != o.rows.end());
+  if (cells.empty() && !tta) FASTER_THROW("--rows selects no configuration this machine can run");
   fs::create_directories(o.out_dir);
   bench::Report report;
   report.options = o;
   report.env = env_info();
-  const auto cells = bench::plan(o);
-  const bool tta = o.tta_target > 0 && (o.rows.empty() || std::find(o.rows.begin(), o.rows.end(),
-                                                                    "tta") != o.rows.end());
-  if (cells.empty() && !tta) FASTER_THROW("--rows selects no configuration");
   if (tta) {
     report.tta = bench::TtaRow{o.tta_target, {}, {}, ""};
     if (!o.tta_peer.empty()) {  // read before the runs: a bad file fails in a second, not an hour
@@ -154,6 +179,7 @@ void add_bench(CLI::App& root, int& exit_code) {
       "Run the benchmark matrix (baseline; rows x {plain, +cudnn_benchmark, +AMP, both}; fastest "
       "mode), each configuration as its own 'faster train' process, and write the table as "
       "Markdown, JSON and an SVG chart.  Without a GPU it runs a short CPU version.");
+  f->cmd = cmd;
   cmd->add_option("--out", f->o.out_dir, "Folder for bench.md, bench.json, bench.svg and run logs")
       ->capture_default_str();
   cmd->add_option("--data", f->o.data, "Dataset folder passed to 'faster train --data'");

@@ -47,8 +47,8 @@ void add_export(CLI::App& root, int& exit_code) {
       "files and makes the missing ones; it refuses an OUT holding anything else.\n\n"
       "Exit codes: 0 done; 1 stopped by an error: a missing or unreadable dataset, an --out that "
       "is a file, nested with --data or holding something else, a full disk (no half-written "
-      "file is left under its final name; re-run to resume); other non-zero codes: bad "
-      "command-line flags.");
+      "file is left under its final name; re-run to resume); 2 a usage error: a flag, a value out "
+      "of its range, flags that conflict; nothing done (docs/exit_codes.md).");
   cmd->callback([options, &exit_code] {
     const tools::ExportSummary s = tools::export_dataset(*options);
     std::printf("%s", tools::format_summary(s, options->out).c_str());

@@ -15,18 +15,22 @@ namespace {
 
 struct LoadFlags {
   data::LoadBenchOptions bench;
-  int64_t epochs = 0;
   std::string device = "auto";
   std::string json;
   bool val = false;
+  CLI::App* cmd = nullptr;
 };
 
 void apply(LoadFlags& f) {
   auto& o = f.bench.loader;
   o.transform = f.val ? data::Transform::kVal : data::Transform::kTrain;
+  const auto given = [&](const char* flag) { return f.cmd->get_option(flag)->count() > 0; };
+  check_range("--epochs", f.bench.epochs, 1, 1000000);
+  if (given("--batches")) check_range("--batches", f.bench.batches, 1, int64_t{1} << 40);
+  if (given("--warmup")) check_range("--warmup", f.bench.warmup, 0, int64_t{1} << 40);
+  check_at_least("--floor-images", f.bench.floor_samples, 0);
   o.device = train::resolve_device(f.device);
-  if (f.epochs < 0 || f.bench.batches < 0) FASTER_THROW("--epochs and --batches must be positive");
-  f.bench.epochs = f.epochs > 0 ? f.epochs : 1;
+  data::validate(o);  // before the dataset is listed
 }
 
 void add_load(CLI::App& root, int& exit_code) {
@@ -40,6 +44,7 @@ void add_load(CLI::App& root, int& exit_code) {
       "Reports images/s, MB/s of compressed input, per-stage throughput and the bottleneck,\n"
       "and the decode floor (one core's full-size decode rate x cores).");
   auto f = std::make_shared<LoadFlags>();
+  f->cmd = cmd;
   auto& o = f->bench.loader;
   o.workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   cmd->add_option("DIR", f->bench.path,
@@ -50,7 +55,8 @@ void add_load(CLI::App& root, int& exit_code) {
   cmd->add_option("--workers", o.workers, "Decoding threads (default: all cores)")
       ->capture_default_str();
   cmd->add_option("--batch", o.batch, "Images per batch")->capture_default_str();
-  auto* epochs = cmd->add_option("--epochs", f->epochs, "Epochs to time (default 1)");
+  auto* epochs =
+      cmd->add_option("--epochs", f->bench.epochs, "Epochs to time")->capture_default_str();
   cmd->add_option("--batches", f->bench.batches, "Batches to time instead of whole epochs")
       ->excludes(epochs);
   cmd->add_option("--warmup", f->bench.warmup,

@@ -18,13 +18,13 @@ struct PackFlags {
 int run_pack(PackFlags& f) {
   if (!f.verify.empty()) {
     if (!f.src.empty() || !f.out.empty())
-      FASTER_THROW("--verify DB checks an existing database: drop --src and --out");
+      FASTER_USAGE_ERROR("--verify DB checks an existing database: drop --src and --out");
     const auto report = tools::verify_database(f.verify, f.options.workers, true);
     std::printf("%s", tools::format_report(report, f.verify).c_str());
     return report.ok() ? 0 : kExitBadInput;
   }
   if (f.src.empty() || f.out.empty())
-    FASTER_THROW("faster pack needs --src DIR and --out DB (or --verify DB)");
+    FASTER_USAGE_ERROR("faster pack needs --src DIR and --out DB (or --verify DB)");
   f.options.src = f.src;
   f.options.out = f.out;
   const auto s = tools::pack_folder(f.options);
@@ -53,7 +53,8 @@ void add_pack(CLI::App& root, int& exit_code) {
   cmd->footer(
       "Exit codes: 0 done (or verified intact); 3 packed, but some source images were unreadable "
       "or corrupt and left out (listed, and in the metadata), or --verify found damage; 1 stopped "
-      "by an error (nothing is left under --out); other non-zero codes: bad command-line flags.");
+      "by an error (nothing is left under --out); 2 a usage error: a flag, a value out of its "
+      "range, flags that conflict; nothing done (docs/exit_codes.md).");
   cmd->callback([flags, &exit_code] { exit_code = run_pack(*flags); });
 }
 

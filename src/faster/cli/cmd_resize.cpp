@@ -38,7 +38,8 @@ void add_resize(CLI::App& root, int& exit_code) {
       "Exit codes: 0 every image done; 3 done, but some images were unreadable or corrupt "
       "(skipped, or copied with --copy-bad; listed in the report); 1 stopped by an error such as "
       "a full disk (no half-written file is left under its final name; re-run to resume); "
-      "other non-zero codes: bad command-line flags.");
+      "2 a usage error: a flag, a value out of its range, flags that conflict; nothing done "
+      "(docs/exit_codes.md).");
   cmd->callback([flags, &exit_code] {
     auto& opts = flags->options;
     opts.src = flags->src;

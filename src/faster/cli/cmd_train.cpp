@@ -287,19 +287,11 @@ void apply_recipe(TrainFlags& f) {
   if (train::is_speedrun(recipe) && train::resolve_device(o.device).is_cuda()) f.fast = true;
 }
 
-int run_train(TrainFlags& f) {
+// The flags as TrainOptions: the recipe's defaults, the parsed lists, the modes.
+void resolve_flags(TrainFlags& f) {
   auto& o = f.o;
-  if (f.nproc != 0) {
-    if (o.parallel != train::Parallel::kDdp) FASTER_THROW("--nproc needs --parallel ddp");
-    if (std::getenv("RANK") || std::getenv("SLURM_PROCID"))
-      FASTER_THROW("--nproc given inside an already launched job (RANK or SLURM_PROCID is set)");
-    train::LaunchOptions lo;
-    lo.nproc = f.nproc;
-    lo.exe = self_exe();
-    lo.args = train::without_nproc(own_args());
-    return train::launch_local(lo);
-  }
   apply_recipe(f);
+  models::validate_thinnet_shape(o.blocks, o.filters);
   if (!f.lr_steps.empty()) {
     o.schedule.step_epochs = models::parse_int_list(f.lr_steps, "--lr-steps");
     for (int& e : o.schedule.step_epochs) --e;  // 1-based on the command line
@@ -316,6 +308,22 @@ int run_train(TrainFlags& f) {
     o.precision = f.amp_dtype;
   }
   if (train::is_speedrun(f.recipe)) o.mode_name = enum_name(train::kRecipeNames, f.recipe);
+}
+
+int run_train(TrainFlags& f) {
+  auto& o = f.o;
+  resolve_flags(f);
+  if (f.nproc != 0) {
+    if (o.parallel != train::Parallel::kDdp) FASTER_USAGE_ERROR("--nproc needs --parallel ddp");
+    if (std::getenv("RANK") || std::getenv("SLURM_PROCID"))
+      FASTER_THROW("--nproc given inside an already launched job (RANK or SLURM_PROCID is set)");
+    train::validate(o);  // once here, not once per rank
+    train::LaunchOptions lo;
+    lo.nproc = f.nproc;
+    lo.exe = self_exe();
+    lo.args = train::without_nproc(own_args());
+    return train::launch_local(lo);
+  }
   if (!f.json.empty()) tools::check_output_file(f.json, "--json");  // before the run, not after
   train::TrainCallbacks cb;
   cb.on_start = [](const std::string& line) {

@@ -1,5 +1,6 @@
 // The registry and the main() that both programs share: builds the registered commands into one
-// CLI11 app, parses, runs, and turns errors into one line on stderr and a non-zero exit code.
+// CLI11 app, parses, runs, and turns errors into one line on stderr and a non-zero exit code (the
+// table: command.h, docs/exit_codes.md).
 #include "faster/cli/command.h"
 
 #include <algorithm>
@@ -58,6 +59,9 @@ int run_command_line(int argc, char** argv) {
   app.name("faster");
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string(FASTER_VERSION));
+  app.footer(
+      "Exit codes: 0 done; 1 stopped by an error; 2 a usage error (nothing done); 3 done, "
+      "but bad input was skipped (docs/exit_codes.md).");
   int exit_code = 0;
   add_commands(app, exit_code);
   std::string names;
@@ -69,7 +73,7 @@ int run_command_line(int argc, char** argv) {
   if (argc > 1 && argv[1][0] != '-' && !known) {
     std::fprintf(stderr, "faster: error: unknown command '%s' (commands: %s)\n", argv[1],
                  names.c_str());
-    return 2;
+    return kExitUsage;
   }
   try {
     app.parse(argc, argv);
@@ -83,7 +87,7 @@ int run_command_line(int argc, char** argv) {
     std::string where = "faster";
     for (auto* sub : app.get_subcommands()) where += " " + sub->get_name();
     std::fprintf(stderr, "faster: error: %s (see '%s --help')\n", e.what(), where.c_str());
-    return e.get_exit_code() == 0 ? 2 : e.get_exit_code();
+    return kExitUsage;
   }
   return exit_code;
 }
@@ -124,10 +128,11 @@ int exit_code_of(const std::function<int()>& body,
   } catch (const Error& e) {
     std::fprintf(stderr, "faster: error: %s\n", e.what());
     if (!e.hint().empty()) std::fprintf(stderr, "HINT: %s\n", e.hint().c_str());
+    if (dynamic_cast<const UsageError*>(&e)) return kExitUsage;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "faster: error: %s\n", message(e).c_str());
   }
-  return 1;
+  return kExitError;
 }
 
 }  // namespace faster::cli

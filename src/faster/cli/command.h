@@ -16,7 +16,12 @@
 
 namespace faster::cli {
 
-// Exit code of the data tools when they finished but skipped bad input (0 = all done, 1 = error).
+// Exit codes, the same for every command (docs/exit_codes.md): 0 done; 1 stopped by an error met
+// while working (data, files, devices; the tools resume when re-run); 2 a usage error (the command
+// line alone is wrong: a flag, a value, a range, a combination), nothing done; 3 done, but bad
+// input was skipped (or --verify found damage).
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
 constexpr int kExitBadInput = 3;
 
 // Adds the subcommand to `root`; its callback stores the command's exit code in `exit_code`.
@@ -44,9 +49,9 @@ std::string command_table_source();
 
 // Parses the command line and runs the registered command; returns its exit code.
 int run_command_line(int argc, char** argv);
-// What each main() returns: `body`'s exit code, or, when it throws, 1 after one line on stderr
-// ("faster: error: ...", and a HINT line where there is one); `message` gives that line for an
-// exception other than faster::Error.
+// What each main() returns: `body`'s exit code, or, when it throws, kExitUsage for a UsageError and
+// kExitError for any other, after one line on stderr ("faster: error: ...", and a HINT line where
+// there is one); `message` gives that line for an exception other than faster::Error.
 int exit_code_of(const std::function<int()>& body,
                  const std::function<std::string(const std::exception&)>& message);
 

@@ -33,12 +33,12 @@ std::string enum_choices(const EnumName<E> (&table)[N]) {
   return s;
 }
 
-// The value named `text`; throws "<flag> must be a, b or c (got 'x')".
+// The value named `text`; throws a UsageError "<flag> must be a, b or c (got 'x')".
 template <typename E, size_t N>
 E parse_enum(const EnumName<E> (&table)[N], const std::string& text, const std::string& flag) {
   for (const auto& e : table)
     if (text == e.name) return e.value;
-  FASTER_THROW(flag, " must be ", enum_choices(table), " (got '", text, "')");
+  FASTER_USAGE_ERROR(flag, " must be ", enum_choices(table), " (got '", text, "')");
 }
 
 // name -> value, for CLI11's CheckedTransformer: the flag is parsed into the enum where it enters.

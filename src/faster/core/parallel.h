@@ -11,11 +11,18 @@
 #include <thread>
 #include <vector>
 
+#include "faster/core/error.h"
+
 namespace faster {
 
 // Threads to use when the user did not say: every core.
 inline int default_workers() {
   return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// --workers as the tools take it: 0 (every core) up to 1024; a usage error otherwise.
+inline void check_workers(int requested) {
+  check_range("--workers", requested, 0, 1024);
 }
 
 // The threads to run for `items` items: what the user asked (0: every core), at least one,

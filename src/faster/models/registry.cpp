@@ -102,7 +102,7 @@ const Entry& find(const std::string& name) {
     if (name == e.name) return e;
   std::string names;
   for (const auto& n : model_names()) names += (names.empty() ? "" : ", ") + n;
-  FASTER_THROW("--model '", name, "' is not a model faster knows (", names, ")");
+  FASTER_USAGE_ERROR("--model '", name, "' is not a model faster knows (", names, ")");
 }
 
 }  // namespace

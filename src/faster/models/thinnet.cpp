@@ -91,11 +91,19 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& what
       used = 0;
     }
     if (used != item.size() || item.empty() || v < 0)
-      FASTER_THROW(what, ": '", text, "' is not a comma-separated list of non-negative integers");
+      FASTER_USAGE_ERROR(what, ": '", text,
+                         "' is not a comma-separated list of non-negative integers");
     out.push_back(v);
   }
-  if (out.empty()) FASTER_THROW(what, ": empty list");
+  if (out.empty()) FASTER_USAGE_ERROR(what, ": empty list");
   return out;
+}
+
+void validate_thinnet_shape(const std::vector<int>& blocks, const std::vector<int>& filters) {
+  if (blocks.size() != filters.size())
+    FASTER_USAGE_ERROR("--blocks has ", blocks.size(), " stages but --filters ", filters.size());
+  for (int b : blocks) check_range("--blocks", b, 0, 64);
+  for (int f : filters) check_range("--filters", f, 1, 4096);
 }
 
 }  // namespace faster::models

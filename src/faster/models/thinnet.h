@@ -52,7 +52,10 @@ class ThinNetImpl : public torch::nn::Cloneable<ThinNetImpl>, public Classifier 
 };
 TORCH_MODULE(ThinNet);
 
-// Parses "3,3,2" into {3,3,2}; throws faster::Error on anything else.
+// Parses "3,3,2" into {3,3,2}; throws faster::UsageError on anything else.
 std::vector<int> parse_int_list(const std::string& text, const std::string& what);
+
+// --blocks and --filters as given: as many of each, blocks 0..64, filters 1..4096 (UsageError).
+void validate_thinnet_shape(const std::vector<int>& blocks, const std::vector<int>& filters);
 
 }  // namespace faster::models

@@ -14,6 +14,9 @@
 
 namespace faster::tools {
 
+// The largest side a JPEG can have (libjpeg's JPEG_MAX_DIMENSION): the largest useful --max-size.
+constexpr int kMaxJpegSide = 65500;
+
 struct Size {
   int width = 0, height = 0;
 };

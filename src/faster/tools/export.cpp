@@ -168,10 +168,10 @@ void export_one(const Split& split, const std::vector<std::string>& folders, int
 }
 
 void validate(const ExportOptions& o) {
-  if (o.quality < 1 || o.quality > 100) FASTER_THROW("--quality ", o.quality, " is not in 1..100");
-  if (o.limit < 0) FASTER_THROW("--limit must be 0 (all) or positive (got ", o.limit, ")");
-  if (o.workers < 0) FASTER_THROW("--workers must be positive (got ", o.workers, ")");
-  if (o.out.empty()) FASTER_THROW("faster export needs --out DIR");
+  check_range("--quality", o.quality, 1, 100);
+  check_at_least("--limit", o.limit, 0);  // 0: all
+  check_workers(o.workers);
+  if (o.out.empty()) FASTER_USAGE_ERROR("faster export needs --out DIR");
   std::error_code ec;
   if (!fs::is_directory(o.data, ec))
     throw Error(detail::concat("--data is not a directory: ", o.data.string()),

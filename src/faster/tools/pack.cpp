@@ -131,9 +131,9 @@ std::string utc_now() {
 }
 
 void validate(const PackOptions& o) {
-  if (o.max_size < 0) FASTER_THROW("--max-size must be positive (got ", o.max_size, ")");
-  if (o.quality < 1 || o.quality > 100) FASTER_THROW("--quality ", o.quality, " is not in 1..100");
-  if (o.workers < 0) FASTER_THROW("--workers must be positive (got ", o.workers, ")");
+  check_range("--max-size", o.max_size, 0, kMaxJpegSide);  // 0: stored as they are
+  check_range("--quality", o.quality, 1, 100);
+  check_workers(o.workers);
   std::error_code ec;
   if (!fs::is_directory(o.src, ec)) FASTER_THROW("--src is not a directory: ", o.src.string());
   if (fs::exists(fs::symlink_status(o.out, ec)))

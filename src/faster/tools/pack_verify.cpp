@@ -98,6 +98,7 @@ void check_record(const Record& rec, int64_t classes, data::JpegDecoder& decoder
 }  // namespace
 
 VerifyReport verify_database(const fs::path& db, int workers, bool progress) {
+  check_workers(workers);
   std::optional<data::LmdbEnv> opened;
   try {
     opened.emplace(data::LmdbEnv::open_read_only(db));

@@ -153,9 +153,9 @@ void resize_one(const ResizeOptions& o, const std::string& rel, size_t index, Re
 }
 
 void validate(const ResizeOptions& o) {
-  if (o.max_size < 1) FASTER_THROW("--max-size must be at least 1 (got ", o.max_size, ")");
-  if (o.quality < 1 || o.quality > 100) FASTER_THROW("--quality ", o.quality, " is not in 1..100");
-  if (o.workers < 0) FASTER_THROW("--workers must be positive (got ", o.workers, ")");
+  check_range("--max-size", o.max_size, 1, kMaxJpegSide);
+  check_range("--quality", o.quality, 1, 100);
+  check_workers(o.workers);
   std::error_code ec;
   if (!fs::is_directory(o.src, ec)) FASTER_THROW("--src is not a directory: ", o.src.string());
   check_separate_trees(o.src, o.dst);

@@ -247,12 +247,13 @@ void write_atomically(const fs::path& path, const std::vector<uint8_t>& bytes) {
 }  // namespace
 
 SynthSummary synth_dataset(const SynthOptions& o) {
-  if (o.out.empty()) FASTER_THROW("synth: --out is required");
-  if (o.classes < 1) FASTER_THROW("synth: --classes must be at least 1 (got ", o.classes, ")");
-  if (o.images < 1) FASTER_THROW("synth: --images must be at least 1 (got ", o.images, ")");
-  if (o.val < 0) FASTER_THROW("synth: --val must not be negative (got ", o.val, ")");
-  if (o.quality < 1 || o.quality > 100)
-    FASTER_THROW("synth: --quality must be in 1..100 (got ", o.quality, ")");
+  if (o.out.empty()) FASTER_USAGE_ERROR("synth: --out is required");
+  // Every image is planned up front: bounded so the plan stays small.
+  check_range("--classes", o.classes, 1, 100000);
+  check_range("--images", o.images, 1, 1000000);
+  check_range("--val", o.val, 0, 1000000);
+  check_range("--quality", o.quality, 1, 100);
+  check_workers(o.workers);
   const std::vector<Job> jobs = plan(o);
   const int64_t n = static_cast<int64_t>(jobs.size());
   Timer timer;

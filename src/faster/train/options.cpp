@@ -115,10 +115,10 @@ torch::Device resolve_device(const std::string& text) {
   try {
     dev.emplace(text);
   } catch (const std::exception&) {
-    FASTER_THROW("--device '", text, "' is not a device (use auto, cpu, cuda or cuda:N)");
+    FASTER_USAGE_ERROR("--device '", text, "' is not a device (use auto, cpu, cuda or cuda:N)");
   }
   if (!dev->is_cpu() && !dev->is_cuda())
-    FASTER_THROW("--device '", text, "': only cpu and cuda are supported");
+    FASTER_USAGE_ERROR("--device '", text, "': only cpu and cuda are supported");
   if (dev->is_cuda()) {
     const int n = cuda_device_count();
     if (n == 0)
@@ -134,56 +134,58 @@ torch::Device resolve_device(const std::string& text) {
 }
 
 void validate(const TrainOptions& o) {
-  if (o.epochs < 1) FASTER_THROW("--epochs must be at least 1 (got ", o.epochs, ")");
-  if (o.batch < 1) FASTER_THROW("--batch must be at least 1 (got ", o.batch, ")");
-  if (o.workers < 1) FASTER_THROW("--workers must be at least 1 (got ", o.workers, ")");
+  check_at_least("--epochs", o.epochs, 1);
+  check_range("--batch", o.batch, 1, data::kMaxBatch);
+  check_range("--workers", o.workers, 1, data::kMaxWorkers);
   if (!(o.sgd.lr > 0) || !std::isfinite(o.sgd.lr))
-    FASTER_THROW("--lr must be a positive number (got ", o.sgd.lr, ")");
+    FASTER_USAGE_ERROR("--lr must be a positive number (got ", o.sgd.lr, ")");
   if (!(o.sgd.momentum >= 0 && o.sgd.momentum < 1))
-    FASTER_THROW("--momentum must be in [0, 1) (got ", o.sgd.momentum, ")");
+    FASTER_USAGE_ERROR("--momentum must be in [0, 1) (got ", o.sgd.momentum, ")");
   if (!(o.sgd.weight_decay >= 0) || !std::isfinite(o.sgd.weight_decay))
-    FASTER_THROW("--weight-decay must be >= 0 (got ", o.sgd.weight_decay, ")");
-  if (o.train_limit < 0 || o.test_limit < 0)
-    FASTER_THROW("--train-limit and --test-limit must be 0 (all) or more");
+    FASTER_USAGE_ERROR("--weight-decay must be >= 0 (got ", o.sgd.weight_decay, ")");
+  check_at_least("--train-limit", o.train_limit, 0);
+  check_at_least("--test-limit", o.test_limit, 0);
   if (!(o.label_smoothing >= 0 && o.label_smoothing < 1))
-    FASTER_THROW("--label-smoothing must be in [0, 1) (got ", o.label_smoothing, ")");
+    FASTER_USAGE_ERROR("--label-smoothing must be in [0, 1) (got ", o.label_smoothing, ")");
   if (!(o.ema_decay == 0 || (o.ema_decay > 0 && o.ema_decay < 1)))
-    FASTER_THROW("--ema must be in (0, 1) (got ", o.ema_decay, ")");
-  if (!(o.cpu_share >= 0 && o.cpu_share <= 1))
-    FASTER_THROW("--cpu-share must be between 0 and 1 (got ", o.cpu_share, ")");
-  if (o.eval_every < 1) FASTER_THROW("--eval-every must be at least 1 (got ", o.eval_every, ")");
-  if (o.translate < 0 || o.translate > 16)
-    FASTER_THROW("--translate must be between 0 and 16 pixels (got ", o.translate, ")");
+    FASTER_USAGE_ERROR("--ema must be in (0, 1) (got ", o.ema_decay, ")");
+  check_range("--cpu-share", o.cpu_share, 0, 1);
+  check_at_least("--eval-every", o.eval_every, 1);
+  check_range("--translate", o.translate, 0, 16);
   if (!(o.crop_scale_min > 0 && o.crop_scale_min <= 1))
-    FASTER_THROW("--crop-scale must be in (0, 1] (got ", o.crop_scale_min, ")");
-  if (o.val_res != 0 && (o.val_res < 8 || o.val_res > 4096))
-    FASTER_THROW("--val-res must be between 8 and 4096 (got ", o.val_res, ")");
-  if (o.val_resize != 0 && o.val_resize < std::max(o.val_res, 8))
-    FASTER_THROW("--val-resize ", o.val_resize, " is smaller than the crop --val-res");
+    FASTER_USAGE_ERROR("--crop-scale must be in (0, 1] (got ", o.crop_scale_min, ")");
+  if (o.val_res != 0) check_range("--val-res", o.val_res, 8, data::kMaxSide);
+  if (o.val_resize != 0)
+    check_range("--val-resize", o.val_resize, std::max(o.val_res, 8), 2 * data::kMaxSide);
   validate(o.schedule, o.epochs);
   validate(o.res, o.epochs);
-  if (o.sgd.nesterov && o.sgd.momentum == 0) FASTER_THROW("--nesterov needs a non-zero --momentum");
+  if (o.sgd.nesterov && o.sgd.momentum == 0)
+    FASTER_USAGE_ERROR("--nesterov needs a non-zero --momentum");
   if (o.cudnn_benchmark_all_shapes && !o.cudnn_benchmark)
-    FASTER_THROW("--cudnn-benchmark-all-shapes needs --cudnn-benchmark");
-  if (o.cudnn_benchmark_limit < 0)
-    FASTER_THROW("--cudnn-benchmark-limit must be 0 (all) or more (got ", o.cudnn_benchmark_limit,
-                 ")");
+    FASTER_USAGE_ERROR("--cudnn-benchmark-all-shapes needs --cudnn-benchmark");
+  check_at_least("--cudnn-benchmark-limit", o.cudnn_benchmark_limit, 0);
   if (o.last_batch == data::LastBatch::kPad)
-    FASTER_THROW("--last-batch must be keep or drop (padding is for evaluation batches)");
-  if (o.sync_bn && o.parallel != Parallel::kDdp) FASTER_THROW("--sync-bn needs --parallel ddp");
-  if (o.sync_bn && o.norm != models::Norm::kBatch) FASTER_THROW("--sync-bn needs --norm batch");
-  if (o.norm == models::Norm::kSync) FASTER_THROW("--norm must be batch or none (use --sync-bn)");
-  if (!(o.bucket_mb > 0)) FASTER_THROW("--bucket-mb must be positive");
-  if (o.dist_timeout_s < 1) FASTER_THROW("--dist-timeout must be at least 1 second");
+    FASTER_USAGE_ERROR("--last-batch must be keep or drop (padding is for evaluation batches)");
+  if (o.sync_bn && o.parallel != Parallel::kDdp)
+    FASTER_USAGE_ERROR("--sync-bn needs --parallel ddp");
+  if (o.sync_bn && o.norm != models::Norm::kBatch)
+    FASTER_USAGE_ERROR("--sync-bn needs --norm batch");
+  if (o.norm == models::Norm::kSync)
+    FASTER_USAGE_ERROR("--norm must be batch or none (use --sync-bn)");
+  check_range("--bucket-mb", o.bucket_mb, 0.001, 4096);
+  check_range("--dist-timeout", o.dist_timeout_s, 1, 86400);
+  check_range("--gpus", o.gpus, 0, 1024);
   if (o.parallel == Parallel::kDdp && o.cuda_graph)
-    FASTER_THROW("--cuda-graph cannot capture DDP's all-reduce; drop it with --parallel ddp");
+    FASTER_USAGE_ERROR("--cuda-graph cannot capture DDP's all-reduce; drop it with --parallel ddp");
+  if (o.parallel == Parallel::kDp && o.cuda_graph)
+    FASTER_USAGE_ERROR("--cuda-graph cannot capture DataParallel's threads");
+  // What depends on this machine (its devices, its build) is an error, not a usage error.
   const auto dev = resolve_device(o.device);
   if (o.parallel == Parallel::kDp) {
     if (!dev.is_cuda() || !data_parallel_available())
       FASTER_THROW("--parallel dp needs CUDA GPUs (use --parallel ddp for CPU processes)");
     if (o.gpus > cuda_device_count())
       FASTER_THROW("--gpus ", o.gpus, " but ", cuda_device_count(), " CUDA device(s) visible");
-    if (o.cuda_graph) FASTER_THROW("--cuda-graph cannot capture DataParallel's threads");
   }
   if (dev.is_cpu()) {
     if (o.precision == Precision::kFloat16)

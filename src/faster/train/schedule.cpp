@@ -44,18 +44,19 @@ double lr_factor(const LrSchedule& s, int64_t step, int64_t steps_per_epoch, int
 
 void validate(const LrSchedule& s, int epochs) {
   if (!(s.warmup_epochs >= 0) || s.warmup_epochs > epochs)
-    FASTER_THROW("--warmup-epochs must be between 0 and --epochs ", epochs, " (got ",
-                 s.warmup_epochs, ")");
+    FASTER_USAGE_ERROR("--warmup-epochs must be between 0 and --epochs ", epochs, " (got ",
+                       s.warmup_epochs, ")");
   if (!(s.warmup_start >= 0 && s.warmup_start <= 1))
-    FASTER_THROW("--warmup-start must be between 0 and 1 (got ", s.warmup_start, ")");
+    FASTER_USAGE_ERROR("--warmup-start must be between 0 and 1 (got ", s.warmup_start, ")");
   if (!(s.min_lr >= 0 && s.min_lr <= 1))
-    FASTER_THROW("--min-lr must be between 0 and 1, a fraction of --lr (got ", s.min_lr, ")");
+    FASTER_USAGE_ERROR("--min-lr must be between 0 and 1, a fraction of --lr (got ", s.min_lr, ")");
   if (!(s.step_gamma > 0 && s.step_gamma <= 1))
-    FASTER_THROW("--lr-gamma must be in (0, 1] (got ", s.step_gamma, ")");
+    FASTER_USAGE_ERROR("--lr-gamma must be in (0, 1] (got ", s.step_gamma, ")");
   if (s.decay == LrDecay::kStep && s.step_epochs.empty())
-    FASTER_THROW("--lr-decay step needs --lr-steps (epochs at which the rate drops)");
+    FASTER_USAGE_ERROR("--lr-decay step needs --lr-steps (epochs at which the rate drops)");
   for (int e : s.step_epochs)  // 0-based here, 1-based on the command line
-    if (e < 1 || e >= epochs) FASTER_THROW("--lr-steps: epoch ", e + 1, " is outside 2..", epochs);
+    if (e < 1 || e >= epochs)
+      FASTER_USAGE_ERROR("--lr-steps: epoch ", e + 1, " is outside 2..", epochs);
 }
 
 int res_at(const ResSchedule& s, int epoch) {
@@ -72,15 +73,14 @@ int max_res(const ResSchedule& s) {
 }
 
 void validate(const ResSchedule& s, int epochs) {
+  check_range("--res-step", s.step, 1, 512);
   if (s.res == 0 && s.end_res == 0) return;  // as stored
-  if (s.res < 8 || s.res > 4096) FASTER_THROW("--res must be between 8 and 4096 (got ", s.res, ")");
+  check_range("--res", s.res, 8, 4096);
   if (s.end_res == 0) return;
-  if (s.end_res < 8 || s.end_res > 4096)
-    FASTER_THROW("--res-end must be between 8 and 4096 (got ", s.end_res, ")");
-  if (s.step < 1 || s.step > 512) FASTER_THROW("--res-step must be between 1 and 512");
+  check_range("--res-end", s.end_res, 8, 4096);
   if (s.ramp_start < 0 || s.ramp_end <= s.ramp_start || s.ramp_end >= epochs)
-    FASTER_THROW("--res-ramp ", s.ramp_start + 1, ":", s.ramp_end + 1,
-                 " must name two epochs 1 <= A < B <= --epochs ", epochs);
+    FASTER_USAGE_ERROR("--res-ramp ", s.ramp_start + 1, ":", s.ramp_end + 1,
+                       " must name two epochs 1 <= A < B <= --epochs ", epochs);
 }
 
 void parse_epoch_range(const std::string& text, const std::string& flag, int& a, int& b) {
@@ -94,7 +94,7 @@ void parse_epoch_range(const std::string& text, const std::string& flag, int& a,
     used_a = 0;
   }
   if (colon == std::string::npos || used_a != colon || used_b != text.size() - colon - 1)
-    FASTER_THROW(flag, " must be two epochs A:B (got '", text, "')");
+    FASTER_USAGE_ERROR(flag, " must be two epochs A:B (got '", text, "')");
 }
 
 }  // namespace faster::train

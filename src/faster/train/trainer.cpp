@@ -524,9 +524,12 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
 }
 
 EvalReport evaluate(const EvalOptions& e) {
+  check_range("--batch", e.batch, 1, data::kMaxBatch);
+  check_range("--workers", e.workers, 1, data::kMaxWorkers);
+  if (e.val_res != 0) check_range("--val-res", e.val_res, 8, data::kMaxSide);
+  if (e.val_resize != 0)
+    check_range("--val-resize", e.val_resize, std::max(e.val_res, 8), 2 * data::kMaxSide);
   const auto device = resolve_device(e.device);
-  if (e.batch < 1) FASTER_THROW("--batch must be at least 1 (got ", e.batch, ")");
-  if (e.workers < 1) FASTER_THROW("--workers must be at least 1 (got ", e.workers, ")");
   if (device.is_cpu() && e.precision == Precision::kFloat16)
     FASTER_THROW("--amp-dtype fp16 needs --device cuda (use bf16 on the CPU)");
   // The data: a small dataset's test split, a root's val/, or the split named (folder or LMDB).

@@ -3,9 +3,12 @@
 // released, so the ring bounds memory and batches complete roughly in order.
 #include "faster/data/loader/image_loader.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 
 #include "faster/core/error.h"
 #include "faster/core/log.h"
@@ -25,35 +28,24 @@ int64_t now_ns() {
       .count();
 }
 
-void validate(const LoaderOptions& o) {
-  if (o.batch < 1) FASTER_THROW("--batch must be at least 1 (got ", o.batch, ")");
-  if (o.workers < 1) FASTER_THROW("--workers must be at least 1 (got ", o.workers, ")");
-  if (o.transform == Transform::kTrain && o.size < 8)
-    FASTER_THROW("--size must be at least 8 (got ", o.size, ")");
-  if (o.transform == Transform::kVal) {
-    if (o.val_size < 8) FASTER_THROW("--val-size must be at least 8 (got ", o.val_size, ")");
-    if (o.val_size > o.val_resize)
-      FASTER_THROW("--val-size ", o.val_size, " is larger than --val-resize ", o.val_resize);
-  }
-  if (o.channels != 0 && o.channels != 1 && o.channels != 3)
-    FASTER_THROW("output channels must be 1 or 3 (got ", o.channels, ")");
-  if (o.ring < 0) FASTER_THROW("ring size must not be negative");
-  if (o.decode == DecodeOn::kNvjpeg) {
-    if (!o.device.is_cuda())
-      throw Error("--decode nvjpeg decodes on the GPU, but the device is " + o.device.str(),
-                  "use --device cuda, or --decode cpu");
-    if (!(o.cpu_share >= 0 && o.cpu_share <= 1))
-      FASTER_THROW("--cpu-share must be between 0 and 1 (got ", o.cpu_share, ")");
-    if (o.gpu_stages < 1)
-      FASTER_THROW("--nvjpeg-threads must be at least 1 (got ", o.gpu_stages, ")");
-  }
-}
-
 // Host batch buffers: enough for the workers to fill ahead while the consumer (and, with nvJPEG,
 // each GPU stage) holds one.
 int ring_slots(const LoaderOptions& o) {
   if (o.ring > 0) return o.ring;
   return o.decode == DecodeOn::kNvjpeg ? 4 + o.gpu_stages : 4;
+}
+
+// The ring is allocated whole, up front: one that cannot fit in this machine's memory is refused
+// with the flags that size it, before the allocator fails with its own message.
+void check_ring_fits(double bytes, int slots, const LoaderOptions& o, int side) {
+  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  if (memory <= 0 || bytes <= memory / 2) return;
+  char sizes[96];
+  std::snprintf(sizes, sizeof sizes, "%.1f GB, more than half of this machine's %.1f GB",
+                bytes / 1e9, memory / 1e9);
+  throw Error(detail::concat("the loader's ", slots, " batch buffers (--batch ", o.batch, " of ",
+                             side, "x", side, " images) need ", sizes),
+              "lower --batch or the image size");
 }
 
 // Positions of a batch spread evenly (golden-ratio sequence) to pick a share of them.
@@ -62,6 +54,24 @@ bool in_share(int position, double share) {
 }
 
 }  // namespace
+
+void validate(const LoaderOptions& o) {
+  check_range("--batch", o.batch, 1, kMaxBatch);
+  check_range("--workers", o.workers, 1, kMaxWorkers);
+  if (o.transform == Transform::kTrain) check_range("--size", o.size, 8, kMaxSide);
+  if (o.transform == Transform::kVal) {
+    check_range("--val-size", o.val_size, 8, kMaxSide);
+    check_range("--val-resize", o.val_resize, o.val_size, 2 * kMaxSide);
+  }
+  if (o.channels != 0 && o.channels != 1 && o.channels != 3)
+    FASTER_THROW("output channels must be 1 or 3 (got ", o.channels, ")");
+  if (o.ring < 0) FASTER_THROW("ring size must not be negative");
+  check_range("--cpu-share", o.cpu_share, 0, 1);
+  check_range("--nvjpeg-threads", o.gpu_stages, 1, 64);
+  if (o.decode == DecodeOn::kNvjpeg && !o.device.is_cuda())
+    throw Error("--decode nvjpeg decodes on the GPU, but the device is " + o.device.str(),
+                "use --device cuda, or --decode cpu");
+}
 
 struct ImageLoader::Worker {
   explicit Worker(const JpegDecoderOptions& o) : decoder(o) {}
@@ -112,6 +122,8 @@ ImageLoader::ImageLoader(std::shared_ptr<const Source> source, LoaderOptions opt
   const auto dtype = host_uint8() ? torch::kUInt8 : torch::kFloat32;
   const auto host = torch::TensorOptions().pinned_memory(copy_.wants_pinned());
   const int64_t elements = int64_t{options_.batch} * channels_ * height_ * width_;
+  check_ring_fits(static_cast<double>(elements) * torch::elementSize(dtype) * slots, slots,
+                  options_, std::max(height_, width_));
   ring_.resize(slots);
   for (Slot& slot : ring_) {
     slot.storage = torch::empty({elements}, host.dtype(dtype));

@@ -29,6 +29,10 @@
 
 namespace faster::data {
 
+// The options' ranges and combinations (usage errors name the flag); the constructor checks them
+// too, and `faster load` before it lists the dataset.
+void validate(const LoaderOptions& o);
+
 // Cumulative per-stage time, summed over worker threads (read, decode, augment) or spent by the
 // consumer (copy: host->device and device normalize; wait: blocked waiting for workers).
 struct LoaderStats {

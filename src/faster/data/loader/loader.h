@@ -26,6 +26,12 @@
 
 namespace faster::data {
 
+// What a loader may be asked for (larger values are refused as usage errors, before anything is
+// allocated): images per batch, threads, the side of an output image.
+constexpr int kMaxBatch = 1 << 20;
+constexpr int kMaxWorkers = 1024;
+constexpr int kMaxSide = 4096;
+
 // Label of the padding rows of a padded batch: cross_entropy's default ignore_index.
 constexpr int64_t kPadLabel = -100;
 

@@ -81,7 +81,7 @@ std::vector<std::string> without_nproc(const std::vector<std::string>& args) {
 }
 
 int launch_local(const LaunchOptions& o) {
-  if (o.nproc < 1) FASTER_THROW("--nproc must be at least 1 (got ", o.nproc, ")");
+  check_range("--nproc", o.nproc, 1, 1024);
   const char* env = std::getenv("MASTER_PORT");
   const int port = env ? std::atoi(env) : free_local_port();
   struct sigaction sa {};
