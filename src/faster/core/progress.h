@@ -45,7 +45,7 @@ class Progress {
   std::mutex mutex_;
 };
 
-// Formats seconds as "1m23s" / "4.2s" and rates as "12.3k" for displays.
+// Formats seconds as "1m23s" / "4.2s" and rates as "12.3k", "250", "2.5" or "0.35" for displays.
 std::string format_duration(double seconds);
 std::string format_count(double value);
 
