@@ -1,13 +1,16 @@
 // Environment report implementation.
 #include "faster/core/env.h"
 
+#include <sched.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 #include <thread>
 
+#include <ATen/Parallel.h>
 #include <torch/version.h>
 
 #include "faster/core/gpu_info.h"
@@ -42,6 +45,14 @@ std::string cpu_model() {
 
 }  // namespace
 
+int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0)
+    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, CPU_COUNT(&set));
+}
+
 nlohmann::json env_info() {
   nlohmann::json j;
   j["faster"] = FASTER_VERSION;
@@ -50,7 +61,10 @@ nlohmann::json env_info() {
   uname(&u);
   j["os"] = os_name();
   j["kernel"] = std::string(u.release);
-  j["cpu"] = {{"model", cpu_model()}, {"cores", std::thread::hardware_concurrency()}};
+  j["cpu"] = {{"model", cpu_model()},
+              {"cores", std::thread::hardware_concurrency()},
+              {"usable_cores", usable_cores()},
+              {"torch_default_threads", at::get_num_threads()}};
   j["cuda"] = gpu_info();
   return j;
 }

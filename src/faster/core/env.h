@@ -8,4 +8,8 @@ namespace faster {
 
 nlohmann::json env_info();
 
+// The CPUs this process may run on (its affinity mask, which taskset, cgroups' cpusets and Slurm
+// set), at least 1.
+int usable_cores();
+
 }  // namespace faster

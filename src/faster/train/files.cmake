@@ -9,6 +9,7 @@ list(APPEND FASTER_TORCH_SOURCES
   src/faster/train/amp.cpp
   src/faster/train/sgd.cpp
   src/faster/train/options.cpp
+  src/faster/train/cpu_runtime.cpp
   src/faster/train/stepper.cpp
   src/faster/train/device_warm_up.cpp
   src/faster/train/ema.cpp

@@ -25,6 +25,7 @@
 #include "faster/models/registry.h"
 #include "faster/tools/file_io.h"
 #include "faster/train/checkpoint.h"
+#include "faster/train/cpu_runtime.h"
 #include "faster/train/device_warm_up.h"
 #include "faster/train/parallel/data_parallel.h"
 #include "faster/train/parallel/dist.h"
@@ -281,6 +282,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   auto device = resolve_device(o.device);
   WorldInfo world;
   auto dist = join_job(o, world, device);
+  if (device.is_cpu()) configure_cpu_runtime(world.local_world);
   const bool is_main = world.is_main();
   // --prewarm: the data is read (and unzipped) while CUDA, cuDNN and cuBLAS start.
   nlohmann::json setup = {{"start_s", process_seconds()}};
@@ -387,6 +389,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   if (callbacks.on_start && is_main) {
     std::string line = o.model + " (" + std::to_string(mo.classes) + " classes) on " + report.data +
                        ", " + report.device;
+    if (device.is_cpu()) line += " (" + std::to_string(at::get_num_threads()) + " threads)";
     if (start_epoch > 0) line += ", resuming after epoch " + std::to_string(start_epoch);
     callbacks.on_start(line);
   }
@@ -532,6 +535,7 @@ EvalReport evaluate(const EvalOptions& e) {
   const auto device = resolve_device(e.device);
   if (device.is_cpu() && e.precision == Precision::kFloat16)
     FASTER_THROW("--amp-dtype fp16 needs --device cuda (use bf16 on the CPU)");
+  if (device.is_cpu()) configure_cpu_runtime(1);
   // The data: a small dataset's test split, a root's val/, or the split named (folder or LMDB).
   TrainingData d;
   const fs::path root(e.data);
