@@ -1,5 +1,8 @@
 // The command line: help texts, and one-line errors with non-zero exits for bad flags, values, paths.
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <torch/cuda.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 
@@ -80,6 +83,64 @@ TEST(Cli, TrainRunsAndWritesJsonAndMetrics) {
   EXPECT_NE(json.find("\"total_seconds\""), std::string::npos);
   const auto metrics = test::read_file(d / "metrics.jsonl");
   EXPECT_EQ(lines(metrics), 4);  // start, two epochs, done
+}
+
+// A short run's --json options: what the recipe made of the flags not given.
+nlohmann::json train_options(const std::string& flags, std::string* output = nullptr) {
+  test::TempDir d;
+  const auto r = test::run_faster_env(
+      "-u OMP_NUM_THREADS", "train --epochs 1 --train-limit 256 --test-limit 256 --json " +
+                                (d / "r.json").string() + " " + flags + test::fashion_mnist_flag());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  if (output) *output = r.output;
+  return r.exit_code == 0 ? nlohmann::json::parse(test::read_file(d / "r.json"))["options"]
+                          : nlohmann::json::object();
+}
+
+// Without a GPU, `faster train` picks the CPU recipe (a small ThinNet that learns in two minutes on
+// 2 cores, BENCHMARKS.md), says so, and trains on every core the process may use.
+TEST(Cli, TrainOnTheCpuPicksTheCpuRecipe) {
+  REQUIRE_FASHION_MNIST();
+  std::string out;
+  const auto o = train_options("--device cpu", &out);
+  EXPECT_EQ(o.value("recipe", ""), "cpu");
+  EXPECT_EQ(o["blocks"], nlohmann::json({0, 0, 0}));
+  EXPECT_EQ(o["filters"], nlohmann::json({16, 32, 64}));
+  EXPECT_EQ(o.value("batch", 0), 128);
+  EXPECT_DOUBLE_EQ(o.value("lr", 0.0), 0.05);
+  EXPECT_TRUE(o.value("nesterov", false));
+  EXPECT_DOUBLE_EQ(o.value("weight_decay", 0.0), 5e-4);
+  EXPECT_EQ(o.value("lr_decay", ""), "cosine");
+  EXPECT_NE(out.find("recipe cpu: thinnet blocks 0,0,0 filters 16,32,64"), std::string::npos)
+      << out;
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  EXPECT_NE(out.find("cpu (" + std::to_string(CPU_COUNT(&set)) + " threads)"), std::string::npos)
+      << out;
+  // What the user gives wins over the recipe.
+  const auto given = train_options("--device cpu --blocks 1,0,0 --batch 64 --lr 0.01");
+  EXPECT_EQ(given["blocks"], nlohmann::json({1, 0, 0}));
+  EXPECT_EQ(given["filters"], nlohmann::json({16, 32, 64}));
+  EXPECT_EQ(given.value("batch", 0), 64);
+  EXPECT_DOUBLE_EQ(given.value("lr", 0.0), 0.01);
+}
+
+// The seed's benchmark workload stays one flag away on the CPU, and is the default on a GPU.
+TEST(Cli, TrainRecipeSeedIsTheSeedBenchmarkAndTheGpuDefault) {
+  REQUIRE_FASHION_MNIST();
+  const auto seed = train_options("--device cpu --recipe seed");
+  EXPECT_EQ(seed.value("recipe", ""), "seed");
+  EXPECT_EQ(seed["blocks"], nlohmann::json({3, 3, 2}));
+  EXPECT_EQ(seed["filters"], nlohmann::json({32, 64, 128}));
+  EXPECT_EQ(seed.value("batch", 0), 512);
+  EXPECT_DOUBLE_EQ(seed.value("lr", 0.0), 1e-3);
+  EXPECT_EQ(seed.value("lr_decay", ""), "constant");
+  // No flags at all: the CPU recipe without a GPU, the seed's on one.
+  std::string out;
+  const auto none = train_options("", &out);
+  EXPECT_EQ(none.value("recipe", ""), torch::cuda::is_available() ? "seed" : "cpu");
+  if (!torch::cuda::is_available())
+    EXPECT_NE(out.find("--recipe seed trains the seed's benchmark"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -80,6 +80,8 @@ std::vector<std::string> train_args(const Cell& c, const BenchOptions& o, const 
                                 "--batch", std::to_string(o.batch), "--blocks", o.blocks,
                                 "--filters", o.filters,
                                 "--json",  json};
+  // The seed's workload on any device: its recipe, not the CPU recipe `train` picks without a GPU.
+  a.insert(a.begin() + 1, {"--recipe", "seed"});
   if (!o.data.empty()) a.insert(a.end(), {"--data", o.data});
   if (!o.gpu) a.insert(a.end(), {"--device", "cpu"});
   if (o.train_limit > 0) a.insert(a.end(), {"--train-limit", std::to_string(o.train_limit)});

@@ -72,12 +72,15 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
                       " (default: thinnet for small datasets, resnet50 for "
                       "JPEG datasets)");
   add_enum_option(cmd, "--recipe", f.recipe, train::kRecipeNames,
-                  "Defaults for what is not given: seed (the seed benchmark: SGD lr 1e-3, batch "
-                  "512, 5 epochs) or imagenet (SGD nesterov 0.1 x batch/256, weight decay 5e-5 "
-                  "not on norms and biases, label smoothing 0.1, 2 warm-up epochs then cosine, "
-                  "batch 256, 16 epochs, --res 224); default: seed for thinnet, imagenet for "
-                  "ResNets; speedrun (speednet, time to 94 % on Fashion-MNIST from process start: "
-                  "docs/training.md) and speedrun95 (longer, wider), default for speednet");
+                  "Defaults for what is not given: seed (the seed benchmark: ThinNet 3,3,2, SGD "
+                  "lr 1e-3, batch 512, 5 epochs), cpu (ThinNet 0,0,0 with filters 16,32,64, SGD "
+                  "nesterov lr 0.05, weight decay 5e-4, 0.2 warm-up epochs then cosine, batch "
+                  "128, 2 epochs: sized to learn Fashion-MNIST in minutes on 2 cores), imagenet "
+                  "(SGD nesterov 0.1 x batch/256, weight decay 5e-5 not on norms and biases, label "
+                  "smoothing 0.1, 2 warm-up epochs then cosine, batch 256, 16 epochs, --res 224), "
+                  "speedrun (speednet, time to 94 % on Fashion-MNIST from process start: "
+                  "docs/training.md) or speedrun95 (longer, wider); default: for thinnet seed on "
+                  "a GPU and cpu on the CPU, imagenet for ResNets, speedrun for speednet");
   cmd->add_option("--device", o.device, "auto (a GPU if one is visible), cpu, cuda or cuda:N")
       ->capture_default_str();
   cmd->add_option("--epochs", o.epochs, "Epochs (default: the recipe's)");
@@ -110,11 +113,12 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
                   "Keep an exponential moving average of the weights with this decay per step "
                   "(e.g. 0.9999); evaluation and --save then use the average");
   cmd->add_option("--blocks", f.blocks,
-                  "ThinNet: duplicate convs per stage (default 3,3,2 = 11 conv layers); speednet: "
-                  "convs per stage after its pooled entry conv (default 1,1,1)");
+                  "ThinNet: duplicate convs per stage (default: the recipe's; seed 3,3,2 = 11 conv "
+                  "layers, cpu 0,0,0); speednet: convs per stage after its pooled entry conv "
+                  "(default 1,1,1)");
   cmd->add_option("--filters", f.filters,
-                  "Filters per stage (thinnet: 32,64,128, the seed's; speednet: 64,128,256, "
-                  "speedrun95 96,192,384)");
+                  "Filters per stage (thinnet: seed 32,64,128, cpu 16,32,64; speednet: "
+                  "64,128,256, speedrun95 96,192,384)");
   cmd->add_option("--seed", o.seed, "Seed for weights, the per-epoch shuffle and the crops")
       ->capture_default_str();
   cmd->add_option("--res", o.res.res,
@@ -248,9 +252,11 @@ void apply_recipe(TrainFlags& f) {
   const bool arrays = data::is_small_dataset(o.data);
   if (unset("--model"))
     o.model = train::is_speedrun(f.recipe) ? "speednet" : arrays ? "thinnet" : "resnet50";
-  const auto recipe = unset("--recipe") ? train::default_recipe(o.model) : f.recipe;
+  const auto device = train::resolve_device(o.device);
+  const auto recipe = unset("--recipe") ? train::default_recipe(o.model, device) : f.recipe;
   f.recipe = recipe;
   const auto r = train::recipe_options(recipe);
+  o.recipe = recipe;
   if (unset("--epochs")) o.epochs = r.epochs;
   if (unset("--batch")) o.batch = r.batch;
   if (unset("--lr")) o.sgd.lr = r.sgd.lr, o.lr_per_256 = r.lr_per_256;
@@ -284,7 +290,28 @@ void apply_recipe(TrainFlags& f) {
   if (unset("--loader")) o.loader = r.loader;
   if (unset("--last-batch")) o.last_batch = r.last_batch;
   // The time-to-accuracy recipes run in the fastest mode wherever it exists (a GPU).
-  if (train::is_speedrun(recipe) && train::resolve_device(o.device).is_cuda()) f.fast = true;
+  if (train::is_speedrun(recipe) && device.is_cuda()) f.fast = true;
+}
+
+// The recipe's line before training: what the flags not given became.
+void print_recipe(const TrainFlags& f) {
+  const auto& o = f.o;
+  const auto list = [](const std::vector<int>& v) {
+    std::string s;
+    for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+    return s;
+  };
+  std::printf("recipe %s: %s", enum_name(train::kRecipeNames, o.recipe), o.model.c_str());
+  if (models::family(o.model) != models::Family::kResNet)
+    std::printf(" blocks %s filters %s", list(o.blocks).c_str(), list(o.filters).c_str());
+  std::printf(", %d epochs, batch %lld, SGD lr %g%s, %s decay, %s loader\n", o.epochs,
+              static_cast<long long>(o.batch), o.lr_per_256 > 0 ? o.lr_per_256 : o.sgd.lr,
+              o.lr_per_256 > 0 ? " per 256" : "", enum_name(train::kLrDecayNames, o.schedule.decay),
+              enum_name(train::kLoaderNames, o.loader));
+  if (o.recipe == train::Recipe::kCpu && f.cmd->get_option("--recipe")->count() == 0)
+    std::printf(
+        "(no GPU: a ThinNet sized for the CPU; --recipe seed trains the seed's benchmark)\n");
+  std::fflush(stdout);
 }
 
 // The flags as TrainOptions: the recipe's defaults, the parsed lists, the modes.
@@ -326,7 +353,8 @@ int run_train(TrainFlags& f) {
   }
   if (!f.json.empty()) tools::check_output_file(f.json, "--json");  // before the run, not after
   train::TrainCallbacks cb;
-  cb.on_start = [](const std::string& line) {
+  cb.on_start = [&f](const std::string& line) {  // rank 0 only
+    print_recipe(f);
     std::printf("training %s\n", line.c_str());
     std::fflush(stdout);
   };

@@ -37,9 +37,12 @@ enum class Decode { kAuto, kCpu, kNvjpeg };
 inline constexpr EnumName<Decode> kDecodeChoices[] = {
     {"auto", Decode::kAuto}, {"cpu", Decode::kCpu}, {"nvjpeg", Decode::kNvjpeg}};
 
-// Named sets of defaults (what a flag the user did not give becomes).
-enum class Recipe { kSeed, kImagenet, kSpeedrun, kSpeedrun95 };
+// Named sets of defaults (what a flag the user did not give becomes): the seed's ThinNet benchmark
+// (a GPU workload), a ThinNet sized for the CPU, an ImageNet-style recipe for ResNets, and the
+// time-to-accuracy recipes.
+enum class Recipe { kSeed, kImagenet, kSpeedrun, kSpeedrun95, kCpu };
 inline constexpr EnumName<Recipe> kRecipeNames[] = {{"seed", Recipe::kSeed},
+                                                    {"cpu", Recipe::kCpu},
                                                     {"imagenet", Recipe::kImagenet},
                                                     {"speedrun", Recipe::kSpeedrun},
                                                     {"speedrun95", Recipe::kSpeedrun95}};
@@ -119,6 +122,7 @@ struct TrainOptions {
   bool keep_checkpoints = false;             // also keep each epoch's as CHECKPOINT.epochN
   std::string resume;                        // a checkpoint to continue from
   std::string mode_name = "custom";          // label for reports ("baseline", "fast", ...)
+  Recipe recipe = Recipe::kSeed;             // the recipe that filled what was not given (reports)
   models::Norm norm = models::Norm::kBatch;  // ThinNet's normalization: batch or none
   // Normalization + ReLU fused where it applies: ThinNet's as faster's CUDA kernels
   // (models/relu_batchnorm.h), ResNets' BatchNorm (+ residual) + ReLU as cuDNN's in fp16
@@ -133,8 +137,9 @@ struct TrainOptions {
   int dist_timeout_s = 120;  // ddp: rendezvous and collective timeout
 };
 
-// The recipe a model trains with when none is named: seed for ThinNet, imagenet for ResNets.
-Recipe default_recipe(const std::string& model);
+// The recipe a model trains with when none is named: for ThinNet seed on a GPU and cpu on the CPU,
+// speedrun for SpeedNet, imagenet for ResNets.
+Recipe default_recipe(const std::string& model, const torch::Device& device);
 // A recipe's values of the options it sets; the CLI copies those the user did not give.
 TrainOptions recipe_options(Recipe recipe);
 
