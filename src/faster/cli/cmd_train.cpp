@@ -171,7 +171,8 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
                   "decodes on the GPU), device (small datasets: the whole dataset lives on the "
                   "device as uint8 and batches are gathered there; no crops) or synthetic (the "
                   "model alone: one random batch of the training shape at every step, nothing "
-                  "read or decoded; validation still reads the data)");
+                  "read or decoded; validation still reads the data); default: the recipe's, and "
+                  "device on the CPU for a small dataset kept as stored");
   cmd->add_option("--workers", o.workers,
                   "Loader threads (default: 4 for small datasets, all cores for JPEG data)");
   add_enum_option(cmd, "--last-batch", o.last_batch, kTrainLastBatch,
@@ -291,6 +292,10 @@ void apply_recipe(TrainFlags& f) {
   if (unset("--last-batch")) o.last_batch = r.last_batch;
   // The time-to-accuracy recipes run in the fastest mode wherever it exists (a GPU).
   if (train::is_speedrun(recipe) && device.is_cuda()) f.fast = true;
+  // Arrays kept as stored, on the CPU: they already are in the device's memory, so a batch is one
+  // gather, with no loader threads to compete with the compute threads for the cores.
+  if (unset("--loader") && arrays && device.is_cpu() && o.res.res == 0)
+    o.loader = train::LoaderKind::kDevice;
 }
 
 // The recipe's line before training: what the flags not given became.
