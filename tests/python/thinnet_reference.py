@@ -1,7 +1,8 @@
 """Reference check for `faster train --save`: loads the state_dict with Python's torch.load into a
 PyTorch ThinNet (the seed's definition: conv 3x3 no bias -> ReLU -> BatchNorm per block) with
 strict=True, and prints its eval-mode logits for a fixed input, for the C++ test to compare.
-usage: thinnet_reference.py STATE_DICT BLOCKS FILTERS IN_CHANNELS SIZE"""
+usage: thinnet_reference.py STATE_DICT BLOCKS FILTERS IN_CHANNELS SIZE
+(scripts/cpu_peer_thinnet.py imports its ThinNet.)"""
 import sys
 import torch
 import torch.nn as nn
@@ -24,12 +25,13 @@ class ThinNet(nn.Module):
         return self.fc(torch.flatten(self.avg(self.features(x)), 1))
 
 
-path, blocks, filters = sys.argv[1], [int(b) for b in sys.argv[2].split(',')], [int(f) for f in sys.argv[3].split(',')]
-in_ch, size = int(sys.argv[4]), int(sys.argv[5])
-state = torch.load(path)
-net = ThinNet(in_ch, blocks, filters)
-net.load_state_dict(state, strict=True)
-net.eval()
-x = torch.linspace(0, 1, 2 * in_ch * size * size).reshape(2, in_ch, size, size)
-with torch.no_grad():
-    print(' '.join(f'{v:.6f}' for v in net(x).flatten().tolist()))
+if __name__ == '__main__':
+    path, blocks, filters = sys.argv[1], [int(b) for b in sys.argv[2].split(',')], [int(f) for f in sys.argv[3].split(',')]
+    in_ch, size = int(sys.argv[4]), int(sys.argv[5])
+    state = torch.load(path)
+    net = ThinNet(in_ch, blocks, filters)
+    net.load_state_dict(state, strict=True)
+    net.eval()
+    x = torch.linspace(0, 1, 2 * in_ch * size * size).reshape(2, in_ch, size, size)
+    with torch.no_grad():
+        print(' '.join(f'{v:.6f}' for v in net(x).flatten().tolist()))
