@@ -73,5 +73,17 @@ TEST(Front, HandsOverArgumentsOutputAndExitCode) {
   }
 }
 
+// LibTorch's OpenMP threads sleep while they wait, unless the user asks otherwise (main.cpp).
+TEST(Front, StartsFasterTorchWithPassiveOpenMpThreads) {
+  const auto set = test::run_shell("env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT " + kFaster + " env");
+  ASSERT_EQ(set.exit_code, 0) << set.output;
+  EXPECT_NE(set.output.find("\"omp_wait_policy\": \"PASSIVE\""), std::string::npos) << set.output;
+  const auto own = test::run_shell("OMP_WAIT_POLICY=active " + kFaster + " env");
+  EXPECT_NE(own.output.find("\"omp_wait_policy\": \"active\""), std::string::npos) << own.output;
+  const auto spin =
+      test::run_shell("env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=1000 " + kFaster + " env");
+  EXPECT_NE(spin.output.find("\"omp_wait_policy\": \"default\""), std::string::npos) << spin.output;
+}
+
 }  // namespace
 }  // namespace faster

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -14,8 +15,20 @@
 namespace faster::cli {
 namespace {
 
+// LibTorch's OpenMP runtime reads its settings from the environment as it loads, before
+// faster-torch's main() runs, so they are set here.  By default a thread that waits at the end of a
+// parallel region spins for a while before it sleeps; when other processes share the cores, that
+// spinning takes the core the thread it waits for needs, and each step waits out a time slice: the
+// CPU recipe ran 3-4x longer beside two compilers on 2 cores (BENCHMARKS.md, issue 16).  Passive
+// threads sleep at once; the user's own setting wins.
+void set_torch_environment() {
+  if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT"))
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+}
+
 [[noreturn]] void exec_torch(char** argv) {
   const std::string exe = torch_exe();
+  set_torch_environment();
   execv(exe.c_str(), argv);
   throw Error(detail::concat("cannot start ", exe, ": ", std::strerror(errno)),
               "the commands that need LibTorch run in faster-torch, built beside faster "

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -43,6 +44,11 @@ std::string cpu_model() {
   return "unknown";
 }
 
+std::string env_or(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v ? v : fallback;
+}
+
 }  // namespace
 
 int usable_cores() {
@@ -64,7 +70,8 @@ nlohmann::json env_info() {
   j["cpu"] = {{"model", cpu_model()},
               {"cores", std::thread::hardware_concurrency()},
               {"usable_cores", usable_cores()},
-              {"torch_default_threads", at::get_num_threads()}};
+              {"torch_default_threads", at::get_num_threads()},
+              {"omp_wait_policy", env_or("OMP_WAIT_POLICY", "default")}};
   j["cuda"] = gpu_info();
   return j;
 }
