@@ -165,7 +165,8 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
   add_enum_option(cmd, "--amp-dtype", f.amp_dtype, kAmpDtypes,
                   "fp16 (with a dynamic grad scaler that skips steps with inf/NaN gradients) or "
                   "bf16 (no scaler)");
-  cmd->add_flag("--channels-last", o.channels_last, "NHWC memory format for weights and inputs");
+  cmd->add_flag("--channels-last,!--no-channels-last", o.channels_last,
+                "NHWC memory format for weights and inputs (default: on for ThinNet on the CPU)");
   add_enum_option(cmd, "--loader", o.loader, train::kLoaderNames,
                   "host (worker threads fill pinned batches copied on a side stream, or nvJPEG "
                   "decodes on the GPU), device (small datasets: the whole dataset lives on the "
@@ -296,6 +297,11 @@ void apply_recipe(TrainFlags& f) {
   // gather, with no loader threads to compete with the compute threads for the cores.
   if (unset("--loader") && arrays && device.is_cpu() && o.res.res == 0)
     o.loader = train::LoaderKind::kDevice;
+  // oneDNN's CPU convolutions take NHWC as it is, and reorder NCHW to their blocked layout and
+  // back around every convolution: a fifth of the seed ThinNet's oneDNN time (BENCHMARKS.md).
+  if (unset("--channels-last") && device.is_cpu() &&
+      models::family(o.model) == models::Family::kThinNet)
+    o.channels_last = true;
 }
 
 // The recipe's line before training: what the flags not given became.
@@ -309,10 +315,10 @@ void print_recipe(const TrainFlags& f) {
   std::printf("recipe %s: %s", enum_name(train::kRecipeNames, o.recipe), o.model.c_str());
   if (models::family(o.model) != models::Family::kResNet)
     std::printf(" blocks %s filters %s", list(o.blocks).c_str(), list(o.filters).c_str());
-  std::printf(", %d epochs, batch %lld, SGD lr %g%s, %s decay, %s loader\n", o.epochs,
+  std::printf(", %d epochs, batch %lld, SGD lr %g%s, %s decay, %s loader%s\n", o.epochs,
               static_cast<long long>(o.batch), o.lr_per_256 > 0 ? o.lr_per_256 : o.sgd.lr,
               o.lr_per_256 > 0 ? " per 256" : "", enum_name(train::kLrDecayNames, o.schedule.decay),
-              enum_name(train::kLoaderNames, o.loader));
+              enum_name(train::kLoaderNames, o.loader), o.channels_last ? ", channels-last" : "");
   if (o.recipe == train::Recipe::kCpu && f.cmd->get_option("--recipe")->count() == 0)
     std::printf(
         "(no GPU: a ThinNet sized for the CPU; --recipe seed trains the seed's benchmark)\n");
