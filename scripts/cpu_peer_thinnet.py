@@ -4,6 +4,7 @@ workers), SGD with momentum, a shuffled epoch then the whole test split, every e
 runs as faster's total_seconds does: from the model and optimizer built to the end of the last test.
 
   /usr/bin/python3 scripts/cpu_peer_thinnet.py [--epochs 2 --train-limit 4096 --batch 128 --lr 0.01]
+      [--threads N] [--channels-last]
 
 Prints one line per epoch and `RESULT time=<s>s test_acc=<%> threads=<n>` for scripts.
 """
@@ -52,6 +53,7 @@ def main():
     p.add_argument('--blocks', default='3,3,2')
     p.add_argument('--filters', default='32,64,128')
     p.add_argument('--threads', type=int, default=0, help="intra-op threads (0: PyTorch's choice)")
+    p.add_argument('--channels-last', action='store_true', help='weights and inputs in NHWC')
     p.add_argument('--seed', type=int, default=0)
     a = p.parse_args()
     if a.threads > 0:
@@ -60,6 +62,8 @@ def main():
     train_x, train_y = split(a.data, 'train', a.train_limit)
     test_x, test_y = split(a.data, 't10k', 0)
     net = ThinNet(1, [int(b) for b in a.blocks.split(',')], [int(f) for f in a.filters.split(',')])
+    fmt = torch.channels_last if a.channels_last else torch.contiguous_format
+    net = net.to(memory_format=fmt)
     opt = torch.optim.SGD(net.parameters(), lr=a.lr, momentum=a.momentum)
     start = time.perf_counter()
     acc = 0.0
@@ -70,7 +74,7 @@ def main():
         loss_sum = 0.0
         for i in range(0, len(order), a.batch):
             idx = order[i:i + a.batch]
-            x = train_x[idx].float().div_(255)  # ToTensor's scaling, as faster's ThinNet input
+            x = train_x[idx].float().div_(255).contiguous(memory_format=fmt)  # ToTensor's scaling
             opt.zero_grad(set_to_none=True)
             loss = F.cross_entropy(net(x), train_y[idx])
             loss.backward()
@@ -81,7 +85,7 @@ def main():
         correct = 0
         with torch.no_grad():
             for i in range(0, len(test_x), a.batch):
-                out = net(test_x[i:i + a.batch].float().div_(255))
+                out = net(test_x[i:i + a.batch].float().div_(255).contiguous(memory_format=fmt))
                 correct += (out.argmax(1) == test_y[i:i + a.batch]).sum().item()
         acc = 100.0 * correct / len(test_x)
         print(f'epoch {epoch + 1}/{a.epochs}  train loss {loss_sum / len(order):.4f}  test acc {acc:.2f}%  '
