@@ -1,4 +1,5 @@
-// The command line: help texts, and one-line errors with non-zero exits for bad flags, values, paths.
+// The command line: help texts, and one-line errors with non-zero exits for bad flags, values,
+// paths.
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <torch/cuda.h>
@@ -11,7 +12,9 @@
 namespace faster {
 namespace {
 
-int lines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }
+int lines(const std::string& s) {
+  return std::count(s.begin(), s.end(), '\n');
+}
 
 // `code`: 2 for usage errors, 1 for errors met while working (docs/exit_codes.md).
 void expect_one_line_error(const std::string& args, const std::string& needle, int code) {
@@ -19,19 +22,39 @@ void expect_one_line_error(const std::string& args, const std::string& needle, i
   EXPECT_EQ(r.exit_code, code) << args << "\n" << r.output;
   EXPECT_EQ(lines(r.output), 1) << args << "\n" << r.output;
   EXPECT_NE(r.output.find("error"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.output;
+  EXPECT_NE(r.output.find(needle), std::string::npos)
+      << "expected '" << needle << "' in: " << r.output;
 }
 
 TEST(Cli, HelpListsCommandsAndFlags) {
   const auto top = test::run_faster("--help");
   EXPECT_EQ(top.exit_code, 0);
-  for (const char* c : {"train", "bench", "env"}) EXPECT_NE(top.output.find(c), std::string::npos) << c;
+  for (const char* c : {"train", "bench", "env"})
+    EXPECT_NE(top.output.find(c), std::string::npos) << c;
   const auto train = test::run_faster("train --help");
   EXPECT_EQ(train.exit_code, 0);
-  for (const char* f : {"--data", "--device", "--epochs", "--batch", "--lr", "--momentum",
-                        "--weight-decay", "--nesterov", "--blocks", "--cudnn-benchmark", "--amp",
-                        "--amp-dtype", "--channels-last", "--loader", "--workers", "--last-batch",
-                        "--cuda-graph", "--fast", "--log-dir", "--save", "per process", "--no-fuse",
+  for (const char* f : {"--data",
+                        "--device",
+                        "--epochs",
+                        "--batch",
+                        "--lr",
+                        "--momentum",
+                        "--weight-decay",
+                        "--nesterov",
+                        "--blocks",
+                        "--cudnn-benchmark",
+                        "--amp",
+                        "--amp-dtype",
+                        "--channels-last",
+                        "--loader",
+                        "--workers",
+                        "--last-batch",
+                        "--cuda-graph",
+                        "--fast",
+                        "--log-dir",
+                        "--save",
+                        "per process",
+                        "--no-fuse",
                         "--cudnn-benchmark-all-shapes"})
     EXPECT_NE(train.output.find(f), std::string::npos) << f;
   EXPECT_EQ(test::run_faster("bench --help").exit_code, 0);
@@ -73,9 +96,10 @@ TEST(Cli, EnvPrintsJson) {
 TEST(Cli, TrainRunsAndWritesJsonAndMetrics) {
   REQUIRE_FASHION_MNIST();
   test::TempDir d;
-  const auto r = test::run_faster("train --device cpu --epochs 2 --blocks 0,0,0 --filters 8,16,32 --train-limit 512 "
-                                  "--test-limit 256 --batch 128 --json " + (d / "r.json").string() +
-                                  " --log-dir " + d.path().string() + test::fashion_mnist_flag());
+  const auto r = test::run_faster(
+      "train --device cpu --epochs 2 --blocks 0,0,0 --filters 8,16,32 --train-limit 512 "
+      "--test-limit 256 --batch 128 --json " +
+      (d / "r.json").string() + " --log-dir " + d.path().string() + test::fashion_mnist_flag());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("epoch 2/2"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("final test accuracy"), std::string::npos);

@@ -1,5 +1,5 @@
-// Small-dataset readers: real Fashion-MNIST, generated idx/CIFAR fixtures, and every kind of corrupt
-// input the issue lists (bad magic, truncated, count mismatch, label out of range).
+// Small-dataset readers: real Fashion-MNIST, generated idx/CIFAR fixtures, and every kind of
+// corrupt input the issue lists (bad magic, truncated, count mismatch, label out of range).
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -16,10 +16,12 @@ std::string be32(uint32_t v) {
   return {char(v >> 24), char(v >> 16), char(v >> 8), char(v)};
 }
 std::string idx_images(uint32_t n, uint32_t h, uint32_t w, uint8_t fill = 7) {
-  return std::string("\0\0\x08\x03", 4) + be32(n) + be32(h) + be32(w) + std::string(n * h * w, char(fill));
+  return std::string("\0\0\x08\x03", 4) + be32(n) + be32(h) + be32(w) +
+         std::string(n * h * w, char(fill));
 }
 std::string idx_labels(const std::vector<uint8_t>& labels) {
-  return std::string("\0\0\x08\x01", 4) + be32(labels.size()) + std::string(labels.begin(), labels.end());
+  return std::string("\0\0\x08\x01", 4) + be32(labels.size()) +
+         std::string(labels.begin(), labels.end());
 }
 void write_gz(const fs::path& p, const std::string& bytes) {
   gzFile f = gzopen(p.c_str(), "wb");
@@ -28,7 +30,8 @@ void write_gz(const fs::path& p, const std::string& bytes) {
   gzclose(f);
 }
 // Writes the four idx files of a tiny dataset (raw, not gzip) into dir.
-void write_idx_set(const fs::path& dir, const std::string& train_images, const std::string& train_labels) {
+void write_idx_set(const fs::path& dir, const std::string& train_images,
+                   const std::string& train_labels) {
   test::write_file(dir / "train-images-idx3-ubyte", train_images);
   test::write_file(dir / "train-labels-idx1-ubyte", train_labels);
   test::write_file(dir / "t10k-images-idx3-ubyte", idx_images(2, 28, 28));
@@ -40,7 +43,8 @@ void expect_error(const fs::path& dir, const std::vector<std::string>& parts) {
     load_small_dataset(dir);
     FAIL() << "no error for " << dir;
   } catch (const Error& e) {
-    for (const auto& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+    for (const auto& p : parts)
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
   }
 }
 
@@ -142,7 +146,8 @@ TEST(ArrayDataset, ReadsCifar10Batches) {
   const auto dir = d / "cifar-10-batches-bin";
   fs::create_directories(dir);
   for (int i = 1; i <= 5; ++i)
-    test::write_file(dir / ("data_batch_" + std::to_string(i) + ".bin"), cifar_records({uint8_t(i), 0}));
+    test::write_file(dir / ("data_batch_" + std::to_string(i) + ".bin"),
+                     cifar_records({uint8_t(i), 0}));
   test::write_file(dir / "test_batch.bin", cifar_records({3}));
   const auto tt = load_small_dataset(d.path());
   EXPECT_EQ(tt.format, "cifar10");

@@ -46,7 +46,8 @@ TEST(Sampler, PadsOrDropsWhenNotDivisible) {
 }
 
 TEST(Sampler, NewOrderEachEpochSameForSameSeed) {
-  Sampler a(500, {0, 1, 3, true, false}), b(500, {0, 1, 3, true, false}), c(500, {0, 1, 4, true, false});
+  Sampler a(500, {0, 1, 3, true, false}), b(500, {0, 1, 3, true, false}),
+      c(500, {0, 1, 4, true, false});
   EXPECT_EQ(a.indices(2), b.indices(2));
   EXPECT_NE(a.indices(2), a.indices(3));
   EXPECT_NE(a.indices(2), c.indices(2));

@@ -1,6 +1,6 @@
-// SyncBatchNorm against LibTorch's BatchNorm2d: with one rank it must be the same function (forward,
-// input/weight/bias gradients, running statistics), in double precision so that only rounding
-// differs.  Two ranks against the combined batch are in ddp_test.cpp.
+// SyncBatchNorm against LibTorch's BatchNorm2d: with one rank it must be the same function
+// (forward, input/weight/bias gradients, running statistics), in double precision so that only
+// rounding differs.  Two ranks against the combined batch are in ddp_test.cpp.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -21,7 +21,8 @@ Result reference(const torch::Tensor& x0, const torch::Tensor& dy) {
   auto x = x0.clone().requires_grad_();
   auto y = bn->forward(x);
   y.backward(dy);
-  return {y.detach(), x.grad(), bn->weight.grad(), bn->bias.grad(), bn->running_mean, bn->running_var};
+  return {y.detach(),      x.grad(),         bn->weight.grad(),
+          bn->bias.grad(), bn->running_mean, bn->running_var};
 }
 
 TEST(SyncBatchNorm, OneRankIsBatchNorm2d) {

@@ -18,7 +18,9 @@ int64_t count(ThinNet& m) {
 //   convs: c_in*32*9 + 3*(32*32*9) + 32*64*9 + 3*(64*64*9) + 64*128*9 + 2*(128*128*9)
 //        = 288*c_in + 27648 + 18432 + 110592 + 73728 + 294912
 //   BatchNorm (weight+bias): 4*32*2 + 4*64*2 + 3*128*2 = 1536;  fc: 128*4*10 + 10 = 5130.
-int64_t expected_params(int c_in) { return 288 * c_in + 525312 + 1536 + 5130; }
+int64_t expected_params(int c_in) {
+  return 288 * c_in + 525312 + 1536 + 5130;
+}
 
 TEST(ThinNet, ShapesAndParameterCountFor1x28x28) {
   ThinNet m(ThinNetOptions{});
@@ -43,7 +45,8 @@ TEST(ThinNet, ParameterNamesMatchTheReference) {
   ThinNet m(ThinNetOptions{});
   std::vector<std::string> names;
   for (const auto& p : m->named_parameters()) names.push_back(p.key());
-  ASSERT_EQ(names.size(), 11u * 3 + 2);  // conv weight, bn weight, bn bias per block; fc weight+bias
+  ASSERT_EQ(names.size(),
+            11u * 3 + 2);  // conv weight, bn weight, bn bias per block; fc weight+bias
   EXPECT_EQ(names[0], "features.0.0.weight");
   EXPECT_EQ(names[1], "features.0.2.weight");
   EXPECT_EQ(names[2], "features.0.2.bias");

@@ -13,7 +13,8 @@ std::vector<torch::Tensor> make_params(int64_t seed) {
   torch::manual_seed(seed);
   // A conv weight in channels_last layout exercises the flat buffer's stride handling.
   auto w = torch::randn({4, 3, 3, 3}).contiguous(torch::MemoryFormat::ChannelsLast);
-  return {w.requires_grad_(), torch::randn({7}).requires_grad_(), torch::randn({2, 5}).requires_grad_()};
+  return {w.requires_grad_(), torch::randn({7}).requires_grad_(),
+          torch::randn({2, 5}).requires_grad_()};
 }
 
 void set_grads(std::vector<torch::Tensor>& ps, int64_t step) {
@@ -26,8 +27,10 @@ void set_grads(std::vector<torch::Tensor>& ps, int64_t step) {
 void expect_same_as_torch_sgd(SgdOptions o) {
   auto mine = make_params(1), ref = make_params(1);
   FlatSgd sgd(mine, o);
-  torch::optim::SGD torch_sgd(ref, torch::optim::SGDOptions(o.lr).momentum(o.momentum)
-                                       .weight_decay(o.weight_decay).nesterov(o.nesterov));
+  torch::optim::SGD torch_sgd(ref, torch::optim::SGDOptions(o.lr)
+                                       .momentum(o.momentum)
+                                       .weight_decay(o.weight_decay)
+                                       .nesterov(o.nesterov));
   for (int64_t step = 0; step < 5; ++step) {
     set_grads(mine, step);
     set_grads(ref, step);
@@ -38,11 +41,15 @@ void expect_same_as_torch_sgd(SgdOptions o) {
     EXPECT_TRUE(torch::allclose(mine[i], ref[i], 1e-6, 1e-6)) << "param " << i;
 }
 
-TEST(FlatSgd, MatchesTorchSgdWithMomentum) { expect_same_as_torch_sgd({0.1, 0.9, 0.0, false}); }
+TEST(FlatSgd, MatchesTorchSgdWithMomentum) {
+  expect_same_as_torch_sgd({0.1, 0.9, 0.0, false});
+}
 TEST(FlatSgd, MatchesTorchSgdWithNesterovAndWeightDecay) {
   expect_same_as_torch_sgd({0.05, 0.8, 1e-2, true});
 }
-TEST(FlatSgd, MatchesTorchSgdWithoutMomentum) { expect_same_as_torch_sgd({0.2, 0.0, 0.0, false}); }
+TEST(FlatSgd, MatchesTorchSgdWithoutMomentum) {
+  expect_same_as_torch_sgd({0.2, 0.0, 0.0, false});
+}
 
 TEST(FlatSgd, KeepsShapesAndLayoutsAndSkipsOnFoundInf) {
   auto ps = make_params(2);

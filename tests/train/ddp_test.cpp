@@ -1,6 +1,6 @@
-// DDP on this machine: two Gloo processes (faster train --parallel ddp --nproc 2) against one process
-// training on the combined batch, with and without SyncBatchNorm; a killed rank ends the job; bad
-// world settings and a busy port give one-line errors.
+// DDP on this machine: two Gloo processes (faster train --parallel ddp --nproc 2) against one
+// process training on the combined batch, with and without SyncBatchNorm; a killed rank ends the
+// job; bad world settings and a busy port give one-line errors.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -32,7 +32,8 @@ double max_difference(const std::string& a, const std::string& b, models::Norm n
   load_state_dict(*ma, a);
   load_state_dict(*mb, b);
   double worst = 0;
-  const auto consider = [&](const std::string& name, const torch::Tensor& x, const torch::Tensor& y) {
+  const auto consider = [&](const std::string& name, const torch::Tensor& x,
+                            const torch::Tensor& y) {
     const double d = (x.to(torch::kDouble) - y.to(torch::kDouble)).abs().max().item<double>();
     if (d > worst && worst_name) *worst_name = name;
     worst = std::max(worst, d);
@@ -48,16 +49,18 @@ double max_difference(const std::string& a, const std::string& b, models::Norm n
 void expect_ddp_equals_combined_batch(const std::string& ddp_flags, const std::string& single_flags,
                                       models::Norm norm, double tolerance = 1e-4) {
   test::TempDir d;
-  const auto ddp = test::run_faster("train --parallel ddp --nproc 2 --batch 32" + kSmall + ddp_flags +
-                                    " --save " + (d / "ddp.pt").string());
+  const auto ddp = test::run_faster("train --parallel ddp --nproc 2 --batch 32" + kSmall +
+                                    ddp_flags + " --save " + (d / "ddp.pt").string());
   ASSERT_EQ(ddp.exit_code, 0) << ddp.output;
   EXPECT_NE(ddp.output.find("2 ranks (gloo)"), std::string::npos) << ddp.output;
   const auto one = test::run_faster("train --batch 64" + kSmall + single_flags + " --save " +
                                     (d / "one.pt").string());
   ASSERT_EQ(one.exit_code, 0) << one.output;
-  // Float sums in another order, over 8 SGD steps: agreement to `tolerance` absolute (weights ~0.3).
+  // Float sums in another order, over 8 SGD steps: agreement to `tolerance` absolute (weights
+  // ~0.3).
   std::string worst;
-  EXPECT_LT(max_difference((d / "ddp.pt").string(), (d / "one.pt").string(), norm, &worst), tolerance)
+  EXPECT_LT(max_difference((d / "ddp.pt").string(), (d / "one.pt").string(), norm, &worst),
+            tolerance)
       << "largest difference in " << worst;
   // And training moved the weights at all (the comparison is not between two untrained models).
   models::ThinNetOptions o;
@@ -78,18 +81,19 @@ TEST(Ddp, TwoGlooRanksEqualOneProcessOnTheCombinedBatchWithoutBatchNorm) {
 
 TEST(Ddp, TwoGlooRanksWithSyncBnEqualOneProcessOnTheCombinedBatch) {
   REQUIRE_FASHION_MNIST();
-  // Against one rank with the same SyncBatchNorm code on the combined batch: only the split differs.
-  // Partial sums are added in another order; BatchNorm amplifies that rounding (about 2e-4 on the
-  // first conv's weights after 8 steps, measured), far below what training moves (> 1e-2).
-  expect_ddp_equals_combined_batch(" --sync-bn", " --parallel ddp --sync-bn", models::Norm::kBatch, 5e-4);
+  // Against one rank with the same SyncBatchNorm code on the combined batch: only the split
+  // differs. Partial sums are added in another order; BatchNorm amplifies that rounding (about 2e-4
+  // on the first conv's weights after 8 steps, measured), far below what training moves (> 1e-2).
+  expect_ddp_equals_combined_batch(" --sync-bn", " --parallel ddp --sync-bn", models::Norm::kBatch,
+                                   5e-4);
   // Against LibTorch's own BatchNorm2d (the same function, sync_batchnorm_test proves it in double
   // precision): float32 reductions in another order drift by a few 1e-4 over 8 steps.
   expect_ddp_equals_combined_batch(" --sync-bn", "", models::Norm::kBatch, 1e-3);
 }
 
 // The image loader under DDP: each rank reads its own shard of every epoch (DistributedSampler
-// semantics) from Fashion-MNIST exported as JPEGs, crops drawn per (seed, epoch, image) whatever the
-// rank; two Gloo ranks of ResNet-18 with SyncBatchNorm (batch 16 each) against one process with
+// semantics) from Fashion-MNIST exported as JPEGs, crops drawn per (seed, epoch, image) whatever
+// the rank; two Gloo ranks of ResNet-18 with SyncBatchNorm (batch 16 each) against one process with
 // batch 32 over the same images, two epochs of one step each (the epochs reshuffle).  More steps
 // are not compared: in float32 a 20-layer BatchNorm network on these flat-backgrounded images is
 // ill-conditioned (measured with PyTorch on such batches: float32 against float64 gradients differ
@@ -101,8 +105,8 @@ TEST(Ddp, TwoGlooRanksOnJpegFoldersEqualOneProcessOnTheCombinedBatch) {
   const std::string common = " --data " + test::exported_fashion_mnist(32).string() +
                              " --model resnet18 --res 32 --device cpu --epochs 2 --workers 1 "
                              "--lr 0.02 --warmup-epochs 0 --last-batch drop";
-  const auto ddp = test::run_faster("train --parallel ddp --nproc 2 --batch 16 --sync-bn" +
-                                    common + " --save " + (d / "ddp.pt").string());
+  const auto ddp = test::run_faster("train --parallel ddp --nproc 2 --batch 16 --sync-bn" + common +
+                                    " --save " + (d / "ddp.pt").string());
   ASSERT_EQ(ddp.exit_code, 0) << ddp.output;
   EXPECT_NE(ddp.output.find("2 ranks (gloo)"), std::string::npos) << ddp.output;
   const auto one =
@@ -130,7 +134,8 @@ TEST(Ddp, TwoGlooRanksOnJpegFoldersEqualOneProcessOnTheCombinedBatch) {
 TEST(Ddp, SmallBucketsGiveTheSameResult) {
   REQUIRE_FASHION_MNIST();
   // About 40 KB buckets: several all-reduces per step, launched from the backward hooks.
-  expect_ddp_equals_combined_batch(" --norm none --bucket-mb 0.04", " --norm none", models::Norm::kNone);
+  expect_ddp_equals_combined_batch(" --norm none --bucket-mb 0.04", " --norm none",
+                                   models::Norm::kNone);
 }
 
 // Kills a background job's whole process group when the test ends, whatever happened.
@@ -151,15 +156,18 @@ TEST(Ddp, KilledRankEndsTheJobWithinTheBound) {
   test::run_shell("setsid sh -c '(FASTER_PROGRESS=plain " + std::string(FASTER_BIN) +
                   " train --parallel ddp --nproc 2 --device cpu --epochs 1000 --blocks 0,0,0 "
                   "--filters 8,16,32 --train-limit 512 --test-limit 128 --batch 32 --workers 1" +
-                  test::fashion_mnist_flag() + " > " +
-                  log + " 2>&1; echo $? > " + (d / "job.rc").string() + ")' > /dev/null 2>&1 < /dev/null & echo $! > " +
+                  test::fashion_mnist_flag() + " > " + log + " 2>&1; echo $? > " +
+                  (d / "job.rc").string() + ")' > /dev/null 2>&1 < /dev/null & echo $! > " +
                   (d / "job.pid").string());
   // Wait until training runs (an epoch line), then kill rank 1.
   const auto start = std::chrono::steady_clock::now();
   std::string rank_pid;
   while (std::chrono::steady_clock::now() - start < std::chrono::seconds(60)) {
-    if (std::filesystem::exists(log) && test::read_file(log).find("epoch 1/1000") != std::string::npos) {
-      rank_pid = test::run_shell("pgrep -n -f '[f]aster train --parallel ddp --device cpu --epochs 1000'").output;
+    if (std::filesystem::exists(log) &&
+        test::read_file(log).find("epoch 1/1000") != std::string::npos) {
+      rank_pid =
+          test::run_shell("pgrep -n -f '[f]aster train --parallel ddp --device cpu --epochs 1000'")
+              .output;
       break;
     }
     usleep(200000);
@@ -180,11 +188,14 @@ TEST(Ddp, KilledRankEndsTheJobWithinTheBound) {
 }
 
 TEST(Ddp, BadWorldSettingsAndBusyPort) {
-  const auto bad = test::run_faster_env("RANK=3 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29555",
-                                        "train --parallel ddp --device cpu");
+  const auto bad =
+      test::run_faster_env("RANK=3 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29555",
+                           "train --parallel ddp --device cpu");
   EXPECT_NE(bad.exit_code, 0);
-  EXPECT_NE(bad.output.find("rank 3 is not below the world size 2"), std::string::npos) << bad.output;
-  const auto half = test::run_faster_env("RANK=0 WORLD_SIZE=2", "train --parallel ddp --device cpu");
+  EXPECT_NE(bad.output.find("rank 3 is not below the world size 2"), std::string::npos)
+      << bad.output;
+  const auto half =
+      test::run_faster_env("RANK=0 WORLD_SIZE=2", "train --parallel ddp --device cpu");
   EXPECT_NE(half.output.find("MASTER_ADDR or MASTER_PORT"), std::string::npos) << half.output;
   // Occupy a port, then ask rank 0 to serve the store on it.
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -196,9 +207,9 @@ TEST(Ddp, BadWorldSettingsAndBusyPort) {
   ASSERT_EQ(listen(fd, 1), 0);
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   const std::string port = std::to_string(ntohs(addr.sin_port));
-  const auto busy = test::run_faster_env(
-      "RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port,
-      "train --parallel ddp --device cpu --dist-timeout 5");
+  const auto busy =
+      test::run_faster_env("RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port,
+                           "train --parallel ddp --device cpu --dist-timeout 5");
   close(fd);
   EXPECT_NE(busy.exit_code, 0);
   EXPECT_NE(busy.output.find("port is busy"), std::string::npos) << busy.output;
@@ -214,10 +225,11 @@ TEST(Ddp, RunsUnderTorchrunWhenAvailable) {
   if (test::run_shell("torchrun --no_python --nproc_per_node 1 true").exit_code != 0)
     GTEST_SKIP() << "no working torchrun here";
   // Underscore spellings: LibTorch 1.13's torchrun knows only these (2.x takes both).
-  const auto r = test::run_shell("FASTER_PROGRESS=plain torchrun --no_python --nproc_per_node 2 "
-                                 "--master_port " + std::to_string(29400 + getpid() % 500) + " " +
-                                 std::string(FASTER_BIN) +
-                                 " train --parallel ddp --batch 32" + kSmall);
+  const auto r = test::run_shell(
+      "FASTER_PROGRESS=plain torchrun --no_python --nproc_per_node 2 "
+      "--master_port " +
+      std::to_string(29400 + getpid() % 500) + " " + std::string(FASTER_BIN) +
+      " train --parallel ddp --batch 32" + kSmall);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("2 ranks (gloo)"), std::string::npos) << r.output;
 }

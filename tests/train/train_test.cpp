@@ -83,8 +83,9 @@ TEST(Train, SaveWritesAStateDictThatLoadsHereAndInPython) {
 
   const auto py = test::run_shell("/usr/bin/python3 -c 'import torch' 2>/dev/null");
   if (py.exit_code != 0) GTEST_SKIP() << "no Python torch: the Python half of the check is skipped";
-  const auto r = test::run_shell("/usr/bin/python3 " + std::string(FASTER_SOURCE_DIR) +
-                                 "/tests/python/thinnet_reference.py " + o.save + " 0,0,0 8,16,32 1 28");
+  const auto r =
+      test::run_shell("/usr/bin/python3 " + std::string(FASTER_SOURCE_DIR) +
+                      "/tests/python/thinnet_reference.py " + o.save + " 0,0,0 8,16,32 1 28");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::istringstream in(r.output);
   const auto flat = ours.flatten();

@@ -94,8 +94,8 @@ TEST_F(WorldEnv, InconsistentSettingsNameTheProblem) {
 }
 
 TEST(Launch, StripsNproc) {
-  const std::vector<std::string> argv = {"train", "--nproc",   "2",       "--parallel", "ddp",
-                                         "--nproc=3", "--batch", "8"};
+  const std::vector<std::string> argv = {"train", "--nproc",   "2",       "--parallel",
+                                         "ddp",   "--nproc=3", "--batch", "8"};
   const auto args = without_nproc(argv);
   EXPECT_EQ(args, (std::vector<std::string>{"train", "--parallel", "ddp", "--batch", "8"}));
 }

@@ -26,13 +26,18 @@ namespace {
 size_t median_index(const std::vector<Run>& runs) {
   std::vector<size_t> idx(runs.size());
   for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return runs[a].seconds < runs[b].seconds; });
+  std::sort(idx.begin(), idx.end(),
+            [&](size_t a, size_t b) { return runs[a].seconds < runs[b].seconds; });
   return idx[(idx.size() - 1) / 2];
 }
 }  // namespace
 
-double CellResult::median_seconds() const { return ok() ? runs[median_index(runs)].seconds : 0; }
-double CellResult::median_accuracy() const { return ok() ? runs[median_index(runs)].accuracy : 0; }
+double CellResult::median_seconds() const {
+  return ok() ? runs[median_index(runs)].seconds : 0;
+}
+double CellResult::median_accuracy() const {
+  return ok() ? runs[median_index(runs)].accuracy : 0;
+}
 
 const std::vector<std::string> kRows = {
     "single, host loader", "single, device loader", "DataParallel", "DDP", "fast", "tta"};
@@ -59,7 +64,8 @@ std::vector<Cell> plan(const BenchOptions& o) {
   std::vector<Row> rows = {{"single, host loader", {"--loader", "host"}, 1},
                            {"single, device loader", {"--loader", "device"}, 1}};
   if (o.gpu) {
-    rows.push_back({"DataParallel", {"--loader", "device", "--parallel", "dp", "--gpus", n}, o.gpus});
+    rows.push_back(
+        {"DataParallel", {"--loader", "device", "--parallel", "dp", "--gpus", n}, o.gpus});
     rows.push_back({"DDP", {"--loader", "device", "--parallel", "ddp", "--nproc", n}, o.gpus});
   }
   for (const auto& [row, row_args, gpus] : rows) {
@@ -76,10 +82,17 @@ std::vector<Cell> plan(const BenchOptions& o) {
 }
 
 std::vector<std::string> train_args(const Cell& c, const BenchOptions& o, const std::string& json) {
-  std::vector<std::string> a = {"train",   "--epochs", std::to_string(o.epochs),
-                                "--batch", std::to_string(o.batch), "--blocks", o.blocks,
-                                "--filters", o.filters,
-                                "--json",  json};
+  std::vector<std::string> a = {"train",
+                                "--epochs",
+                                std::to_string(o.epochs),
+                                "--batch",
+                                std::to_string(o.batch),
+                                "--blocks",
+                                o.blocks,
+                                "--filters",
+                                o.filters,
+                                "--json",
+                                json};
   // The seed's workload on any device: its recipe, not the CPU recipe `train` picks without a GPU.
   a.insert(a.begin() + 1, {"--recipe", "seed"});
   if (!o.data.empty()) a.insert(a.end(), {"--data", o.data});
@@ -91,7 +104,8 @@ std::vector<std::string> train_args(const Cell& c, const BenchOptions& o, const 
   return a;
 }
 
-int run_process(const std::string& exe, const std::vector<std::string>& args, const std::string& log) {
+int run_process(const std::string& exe, const std::vector<std::string>& args,
+                const std::string& log) {
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(exe.c_str()));
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));

@@ -43,12 +43,13 @@ std::string concat(const Args&... args) {
 // A usage error: FASTER_USAGE_ERROR("--nproc needs --parallel ddp").
 #define FASTER_USAGE_ERROR(...) throw ::faster::UsageError(::faster::detail::concat(__VA_ARGS__))
 
-// Internal invariants name file:line; user-facing validation uses FASTER_THROW with a plain message.
-#define FASTER_CHECK(cond, ...)                                                            \
-  do {                                                                                     \
-    if (!(cond))                                                                           \
-      throw ::faster::Error(::faster::detail::concat(__VA_ARGS__, " [", __FILE__, ":",      \
-                                                     __LINE__, " check failed: " #cond "]")); \
+// Internal invariants name file:line; user-facing validation uses FASTER_THROW with a plain
+// message.
+#define FASTER_CHECK(cond, ...)                                                                  \
+  do {                                                                                           \
+    if (!(cond))                                                                                 \
+      throw ::faster::Error(::faster::detail::concat(__VA_ARGS__, " [", __FILE__, ":", __LINE__, \
+                                                     " check failed: " #cond "]"));              \
   } while (0)
 
 // A numeric flag's value checked against [lo, hi] (NaN fails): a usage error "--flag must be

@@ -4,9 +4,13 @@
 namespace faster {
 
 nlohmann::json gpu_info() {
-  return {{"available", false}, {"reason", "this build of faster has no CUDA"}, {"gpus", nlohmann::json::array()}};
+  return {{"available", false},
+          {"reason", "this build of faster has no CUDA"},
+          {"gpus", nlohmann::json::array()}};
 }
 
-int cuda_device_count() { return 0; }
+int cuda_device_count() {
+  return 0;
+}
 
 }  // namespace faster

@@ -13,8 +13,12 @@ std::atomic<Level> g_level{Level::kInfo};
 std::mutex g_mutex;
 }  // namespace
 
-void set_level(Level l) { g_level = l; }
-Level level() { return g_level; }
+void set_level(Level l) {
+  g_level = l;
+}
+Level level() {
+  return g_level;
+}
 
 void write(Level l, const std::string& message) {
   static const char* kPrefix[] = {"debug: ", "", "warning: ", "error: "};

@@ -1,4 +1,5 @@
-// Logging to stderr with a level; the progress display shares the terminal and clears its line first.
+// Logging to stderr with a level; the progress display shares the terminal and clears its line
+// first.
 #pragma once
 
 #include <string>

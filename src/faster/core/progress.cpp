@@ -11,8 +11,8 @@
 namespace faster {
 namespace {
 std::atomic<bool> g_bar_active{false};
-constexpr double kTtyInterval = 0.1;   // seconds between redraws on a terminal
-constexpr double kPlainInterval = 5.0; // seconds between plain lines
+constexpr double kTtyInterval = 0.1;    // seconds between redraws on a terminal
+constexpr double kPlainInterval = 5.0;  // seconds between plain lines
 }  // namespace
 
 bool Progress::interactive() {
@@ -27,10 +27,16 @@ void Progress::clear_line() {
 }
 
 Progress::Progress(std::string label, int64_t total, std::string unit)
-    : label_(std::move(label)), unit_(std::move(unit)), total_(total),
-      start_(std::chrono::steady_clock::now()), last_draw_(start_), tty_(interactive()) {}
+    : label_(std::move(label)),
+      unit_(std::move(unit)),
+      total_(total),
+      start_(std::chrono::steady_clock::now()),
+      last_draw_(start_),
+      tty_(interactive()) {}
 
-Progress::~Progress() { finish(); }
+Progress::~Progress() {
+  finish();
+}
 
 double Progress::elapsed_s() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -101,7 +107,8 @@ std::string Progress::render() const {
     out += buf;
   }
   out += "  " + format_count(rate) + " " + unit_ + "/s  " + format_duration(t);
-  if (total_ > 0 && rate > 0 && done < total_) out += "  ETA " + format_duration((total_ - done) / rate);
+  if (total_ > 0 && rate > 0 && done < total_)
+    out += "  ETA " + format_duration((total_ - done) / rate);
   if (!suffix_.empty()) out += "  " + suffix_;
   return out;
 }

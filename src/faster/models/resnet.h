@@ -32,8 +32,8 @@ struct ResNetOptions {
   Norm norm = Norm::kBatch;
   AllReduceSum sync_all_reduce;
   // BatchNorm -> (+ residual) -> ReLU as cuDNN's fused kernels where they apply (fp16 channels-last
-  // training on CUDA, models/batchnorm_relu.h); false: LibTorch's ops one by one everywhere.  Off by
-  // default until it has passed its GPU tests and been measured (see BENCHMARKS.md).
+  // training on CUDA, models/batchnorm_relu.h); false: LibTorch's ops one by one everywhere.  Off
+  // by default until it has passed its GPU tests and been measured (see BENCHMARKS.md).
   bool fused = false;
 };
 

@@ -1,6 +1,7 @@
 // SyncBatchNorm: a custom autograd function.  Forward all-reduces [sum, count], then the sum of
-// squared deviations, per channel; backward all-reduces [sum dy, sum dy*(x-mean)] so the input gradient is that of the
-// combined batch.  Weight and bias gradients stay local sums (DDP averages them like any gradient).
+// squared deviations, per channel; backward all-reduces [sum dy, sum dy*(x-mean)] so the input
+// gradient is that of the combined batch.  Weight and bias gradients stay local sums (DDP averages
+// them like any gradient).
 #include "faster/models/sync_batchnorm.h"
 
 #include <torch/torch.h>
@@ -10,7 +11,9 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-torch::Tensor per_channel(const torch::Tensor& t) { return t.view({1, -1, 1, 1}); }
+torch::Tensor per_channel(const torch::Tensor& t) {
+  return t.view({1, -1, 1, 1});
+}
 
 // Statistics in float32 at least (fp16/bf16 inputs under autocast), else in the input's precision.
 torch::Tensor widened(const torch::Tensor& t) {
@@ -21,13 +24,14 @@ torch::Tensor widened(const torch::Tensor& t) {
 struct SyncBatchNormFunction : torch::autograd::Function<SyncBatchNormFunction> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& input,
                                const torch::Tensor& weight, const torch::Tensor& bias,
-                               torch::Tensor running_mean, torch::Tensor running_var,
-                               double eps, double momentum, const AllReduceSum* all_reduce) {
+                               torch::Tensor running_mean, torch::Tensor running_var, double eps,
+                               double momentum, const AllReduceSum* all_reduce) {
     const auto x = widened(input);
     const int64_t c = x.size(1);
     // Two passes over the combined batch, as a single process would compute them: the mean first,
     // then the squared deviations from it (no E[x^2] - E[x]^2 cancellation).
-    auto sums = torch::cat({x.sum({0, 2, 3}), torch::full({1}, double(x.numel() / c), x.options())});
+    auto sums =
+        torch::cat({x.sum({0, 2, 3}), torch::full({1}, double(x.numel() / c), x.options())});
     (*all_reduce)(sums);
     const auto count = sums[c];
     const auto mean = sums.narrow(0, 0, c) / count;
@@ -48,9 +52,10 @@ struct SyncBatchNormFunction : torch::autograd::Function<SyncBatchNormFunction> 
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const auto x = widened(saved[0]), weight = saved[1], mean = saved[2],
-               invstd = saved[3], count = saved[4];
-    const auto* all_reduce = reinterpret_cast<const AllReduceSum*>(ctx->saved_data["all_reduce"].toInt());
+    const auto x = widened(saved[0]), weight = saved[1], mean = saved[2], invstd = saved[3],
+               count = saved[4];
+    const auto* all_reduce =
+        reinterpret_cast<const AllReduceSum*>(ctx->saved_data["all_reduce"].toInt());
     const auto dy = widened(grads[0]);
     const int64_t c = x.size(1);
     const auto xmu = x - per_channel(mean);

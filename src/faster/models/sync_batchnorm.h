@@ -1,6 +1,7 @@
 // SyncBatchNorm for DDP: batch statistics (and, in backward, the gradient sums) are summed over all
 // ranks, so every rank normalizes with the statistics of the combined batch, as
-// torch.nn.SyncBatchNorm.  Parameter and buffer names are BatchNorm2d's, so checkpoints are the same.
+// torch.nn.SyncBatchNorm.  Parameter and buffer names are BatchNorm2d's, so checkpoints are the
+// same.
 #pragma once
 
 #include <torch/nn/cloneable.h>

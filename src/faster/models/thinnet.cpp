@@ -18,7 +18,9 @@ namespace {
 // conv -> ReLU -> norm, registered as "0", "1", "2" like the reference's nn.Sequential.
 class ConvBlockImpl : public torch::nn::Cloneable<ConvBlockImpl> {
  public:
-  ConvBlockImpl(int in, int out, const ThinNetOptions& o) : in_(in), out_(out), options_(o) { reset(); }
+  ConvBlockImpl(int in, int out, const ThinNetOptions& o) : in_(in), out_(out), options_(o) {
+    reset();
+  }
   void reset() override {
     conv_ = register_module("0", nn::Conv2d(nn::Conv2dOptions(in_, out_, 3).bias(false)));
     relu_ = register_module("1", nn::ReLU(nn::ReLUOptions().inplace(true)));

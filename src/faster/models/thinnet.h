@@ -1,6 +1,6 @@
-// ThinNet, the seed's model: stages of 3x3 convolutions (no padding, no bias), each followed by ReLU
-// then BatchNorm; AdaptiveAvgPool to 2x2; Linear to the classes.  Parameter names match the Python
-// reference (features.<i>.0.weight, features.<i>.2.running_mean, ..., fc.weight), so a saved
+// ThinNet, the seed's model: stages of 3x3 convolutions (no padding, no bias), each followed by
+// ReLU then BatchNorm; AdaptiveAvgPool to 2x2; Linear to the classes.  Parameter names match the
+// Python reference (features.<i>.0.weight, features.<i>.2.running_mean, ..., fc.weight), so a saved
 // state_dict loads in PyTorch.
 #pragma once
 
@@ -21,9 +21,11 @@ struct ThinNetOptions {
   int in_channels = 1;
   int classes = 10;
   std::vector<int> filters{32, 64, 128};
-  // Duplicate convs per stage after the stage's entry conv; 3,3,2 = the seed table's 11 conv layers.
+  // Duplicate convs per stage after the stage's entry conv; 3,3,2 = the seed table's 11 conv
+  // layers.
   std::vector<int> blocks{3, 3, 2};
-  // Normalization after each conv+ReLU (kSync: over the ranks of a DDP job, through sync_all_reduce).
+  // Normalization after each conv+ReLU (kSync: over the ranks of a DDP job, through
+  // sync_all_reduce).
   Norm norm = Norm::kBatch;
   AllReduceSum sync_all_reduce;
   // ReLU + BatchNorm as faster's fused CUDA kernels where they apply (relu_batchnorm.h); false:

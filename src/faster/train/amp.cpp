@@ -10,9 +10,12 @@ namespace faster::train {
 
 c10::ScalarType precision_dtype(Precision p) {
   switch (p) {
-    case Precision::kFloat16: return torch::kHalf;
-    case Precision::kBFloat16: return torch::kBFloat16;
-    default: return torch::kFloat;
+    case Precision::kFloat16:
+      return torch::kHalf;
+    case Precision::kBFloat16:
+      return torch::kBFloat16;
+    default:
+      return torch::kFloat;
   }
 }
 
@@ -53,8 +56,8 @@ void GradScaler::update(const torch::Tensor& found_inf) {
   const auto finite = 1 - found_inf;
   auto tracker = (tracker_ + 1) * finite.to(torch::kLong);
   const auto grow = (tracker >= options_.growth_interval).to(torch::kFloat);
-  const auto factor = found_inf * options_.backoff_factor +
-                      finite * (grow * options_.growth_factor + (1 - grow));
+  const auto factor =
+      found_inf * options_.backoff_factor + finite * (grow * options_.growth_factor + (1 - grow));
   scale_.mul_(factor);
   tracker_.copy_(tracker * (1 - grow).to(torch::kLong));
 }

@@ -1,5 +1,6 @@
 // Mixed precision: an autocast scope for the forward pass, and a dynamic loss scaler for fp16 whose
-// inf/NaN check and scale update stay on the device (no host sync, so a step can be graph-captured).
+// inf/NaN check and scale update stay on the device (no host sync, so a step can be
+// graph-captured).
 #pragma once
 
 #include <torch/types.h>
@@ -19,7 +20,8 @@ inline constexpr EnumName<Precision> kPrecisionNames[] = {
 c10::ScalarType precision_dtype(Precision p);
 
 // Enables autocast for `device` at `precision` for its lifetime (no-op for fp32), then restores the
-// previous state.  The cast cache is off when `cache` is false (required inside CUDA graph capture).
+// previous state.  The cast cache is off when `cache` is false (required inside CUDA graph
+// capture).
 class AutocastScope {
  public:
   AutocastScope(c10::DeviceType device, Precision precision, bool cache = true);
@@ -42,13 +44,15 @@ struct GradScalerOptions {
 
 // torch.cuda.amp.GradScaler semantics: multiply the loss by `scale`; after backward, unscale the
 // gradients and look for inf/NaN; a step with a non-finite gradient is skipped and the scale is
-// multiplied by backoff_factor; after growth_interval finite steps in a row it grows by growth_factor.
+// multiplied by backoff_factor; after growth_interval finite steps in a row it grows by
+// growth_factor.
 class GradScaler {
  public:
   GradScaler(torch::Device device, GradScalerOptions options = {});
 
   torch::Tensor scale(const torch::Tensor& loss) const { return loss * scale_; }
-  // Multiplies grads by 1/scale in place; returns found_inf: 0-dim float, 1.0 if any grad is not finite.
+  // Multiplies grads by 1/scale in place; returns found_inf: 0-dim float, 1.0 if any grad is not
+  // finite.
   torch::Tensor unscale_(torch::Tensor& flat_grad) const;
   // Updates the scale and the growth tracker from found_inf, on the device.
   void update(const torch::Tensor& found_inf);

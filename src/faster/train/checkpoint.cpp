@@ -25,7 +25,9 @@ std::vector<std::pair<std::string, torch::Tensor>> named_state(const torch::nn::
 }
 
 // A tensor the archive owns: on the CPU, compact, not sharing storage with anything else.
-torch::Tensor own(const torch::Tensor& t) { return t.detach().to(torch::kCPU).contiguous().clone(); }
+torch::Tensor own(const torch::Tensor& t) {
+  return t.detach().to(torch::kCPU).contiguous().clone();
+}
 
 void write_dict(const fs::path& path, const c10::Dict<std::string, torch::Tensor>& dict) {
   const auto bytes = torch::pickle_save(dict);
@@ -125,12 +127,13 @@ nlohmann::json load_checkpoint(const fs::path& path, torch::nn::Module& model,
   const auto dict = read_state_dict(path);
   const auto where = path.string();
   if (!dict.contains(kMetaKey))
-    FASTER_THROW(where, " is not a faster training checkpoint (a state_dict? faster eval "
-                        "--weights reads those)");
+    FASTER_THROW(where,
+                 " is not a faster training checkpoint (a state_dict? faster eval "
+                 "--weights reads those)");
   const auto text = dict.at(kMetaKey).contiguous();
   nlohmann::json meta = nlohmann::json::parse(
-      std::string(reinterpret_cast<const char*>(text.data_ptr<uint8_t>()), text.numel()),
-      nullptr, /*allow_exceptions=*/false);
+      std::string(reinterpret_cast<const char*>(text.data_ptr<uint8_t>()), text.numel()), nullptr,
+      /*allow_exceptions=*/false);
   if (!meta.is_object() || meta.value("format", "") != kFormat)
     FASTER_THROW(where, ": its meta.json is not a faster checkpoint's");
   // The model first: "written for resnet18" says more than the class count that follows from it.
@@ -141,14 +144,15 @@ nlohmann::json load_checkpoint(const fs::path& path, torch::nn::Module& model,
   for (const auto& key : keys)
     if (!meta.contains(key) || meta[key] != expect[key])
       FASTER_THROW(where, " was written with ", key, " ",
-                   meta.contains(key) ? meta[key].dump() : std::string("(none)"),
-                   ", this run has ", expect[key].dump());
+                   meta.contains(key) ? meta[key].dump() : std::string("(none)"), ", this run has ",
+                   expect[key].dump());
   copy_state_dict(dict, "model.", model, path);
   torch::NoGradGuard no_grad;
   for (const auto& part : parts)
     for (size_t i = 0; i < part.tensors.size(); ++i) {
       const auto key = part.prefix + std::to_string(i);
-      if (!dict.contains(key)) FASTER_THROW(where, ": missing '", key, "' (saved with other options?)");
+      if (!dict.contains(key))
+        FASTER_THROW(where, ": missing '", key, "' (saved with other options?)");
       const auto src = dict.at(key);
       auto dst = part.tensors[i];
       if (src.sizes() != dst.sizes())

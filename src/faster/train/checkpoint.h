@@ -4,8 +4,8 @@
 #pragma once
 
 #include <ATen/core/Dict.h>
-#include <nlohmann/json.hpp>
 #include <torch/nn/module.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <string>
@@ -30,7 +30,7 @@ bool is_checkpoint(const c10::Dict<std::string, torch::Tensor>& dict);
 // (momentum, EMA, grad scaler) and a JSON record "meta.json" (model, classes, epochs done, step),
 // in the same archive format, written atomically.
 struct CheckpointPart {
-  std::string prefix;                 // "sgd.", "ema.", "scaler."
+  std::string prefix;                  // "sgd.", "ema.", "scaler."
   std::vector<torch::Tensor> tensors;  // saved as prefix + index; loading copies into them
 };
 void save_checkpoint(const std::filesystem::path& path, const torch::nn::Module& model,

@@ -82,7 +82,7 @@ torch::Tensor FlatSgd::flat_grad() const {
 void FlatSgd::step(const torch::Tensor& grad, const torch::Tensor& found_inf) {
   torch::NoGradGuard no_grad;
   const auto& o = options_;
-  auto g = decay_.defined()         ? torch::addcmul(grad, decay_, flat_)
+  auto g = decay_.defined()      ? torch::addcmul(grad, decay_, flat_)
            : o.weight_decay != 0 ? grad + o.weight_decay * flat_
                                  : grad;
   if (!found_inf.defined()) {

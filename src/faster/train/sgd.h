@@ -1,8 +1,8 @@
 // SGD with momentum, weight decay and Nesterov (torch.optim.SGD semantics, dampening 0), over all
-// parameters at once: the parameters are re-pointed into one flat buffer so that a step is a handful
-// of kernels, whatever the layer count, and a skipped (non-finite) step is decided on the device.
-// The learning rate lives on the device too, so a schedule changes it between the replays of a
-// captured CUDA graph.
+// parameters at once: the parameters are re-pointed into one flat buffer so that a step is a
+// handful of kernels, whatever the layer count, and a skipped (non-finite) step is decided on the
+// device. The learning rate lives on the device too, so a schedule changes it between the replays
+// of a captured CUDA graph.
 #pragma once
 
 #include <torch/types.h>

@@ -12,11 +12,17 @@ SideStreamScope::~SideStreamScope() = default;
 struct StepGraph::Impl {};
 StepGraph::StepGraph() = default;
 StepGraph::~StepGraph() = default;
-bool StepGraph::available() { return false; }
+bool StepGraph::available() {
+  return false;
+}
 void StepGraph::capture(const std::function<void()>&) {
   FASTER_THROW("CUDA graphs need a CUDA build of faster");
 }
-void StepGraph::replay() { FASTER_THROW("CUDA graphs need a CUDA build of faster"); }
-bool StepGraph::captured() const { return false; }
+void StepGraph::replay() {
+  FASTER_THROW("CUDA graphs need a CUDA build of faster");
+}
+bool StepGraph::captured() const {
+  return false;
+}
 
 }  // namespace faster::train

@@ -19,12 +19,12 @@ struct EpochStats {
   double train_loss = 0;
   bool evaluated = false;  // test_* hold this epoch's evaluation
   double test_loss = 0, test_accuracy = 0, test_top5 = 0;
-  double seconds = 0;        // the whole epoch, evaluation included
-  double train_seconds = 0;  // its training part
+  double seconds = 0;              // the whole epoch, evaluation included
+  double train_seconds = 0;        // its training part
   double loader_wait_seconds = 0;  // of which the step waited for the training loader
   int64_t train_images = 0;
-  double lr = 0;  // at the epoch's last step
-  int res = 0;    // training resolution (0: as stored)
+  double lr = 0;               // at the epoch's last step
+  int res = 0;                 // training resolution (0: as stored)
   double process_seconds = 0;  // since the process started, at the end of the epoch (test included)
 
   nlohmann::json to_json() const;

@@ -30,7 +30,8 @@ std::string describe_transform(const LoaderOptions& o, bool normalized_on_device
   else
     std::snprintf(buf, sizeof buf, "resize %d + center-crop %d", o.val_resize, o.val_size);
   std::string s = buf;
-  s += std::string(", ") + enum_name(kOutputNames, o.output) + " " + enum_name(kLayoutNames, o.layout);
+  s += std::string(", ") + enum_name(kOutputNames, o.output) + " " +
+       enum_name(kLayoutNames, o.layout);
   if (o.decode == DecodeOn::kNvjpeg)
     s += normalized_on_device ? " (decoded, resized and normalized on the GPU)"
                               : " (decoded and resized on the GPU)";

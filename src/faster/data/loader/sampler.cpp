@@ -1,5 +1,5 @@
-// Sampler implementation: a Fisher-Yates shuffle from a 64-bit generator seeded by (seed, epoch), so
-// every rank computes the same permutation without communicating.
+// Sampler implementation: a Fisher-Yates shuffle from a 64-bit generator seeded by (seed, epoch),
+// so every rank computes the same permutation without communicating.
 #include "faster/data/loader/sampler.h"
 
 #include <numeric>
@@ -16,7 +16,8 @@ Sampler::Sampler(int64_t size, SamplerOptions options) : size_(size), options_(o
   if (!options.even)
     per_rank_ = (size - options.rank + options.world - 1) / options.world;
   else
-    per_rank_ = options.drop_tail ? size / options.world : (size + options.world - 1) / options.world;
+    per_rank_ =
+        options.drop_tail ? size / options.world : (size + options.world - 1) / options.world;
   if (per_rank_ == 0)
     FASTER_THROW("sampler: ", size, " samples cannot be split over ", options.world, " ranks");
 }

@@ -1,6 +1,6 @@
-// Which samples a rank sees in an epoch, with torch DistributedSampler semantics: a permutation seeded
-// by (seed, epoch), padded by wrapping around so that every rank gets the same count, then rank::world.
-// With world == 1 and no padding this is a plain per-epoch shuffle.
+// Which samples a rank sees in an epoch, with torch DistributedSampler semantics: a permutation
+// seeded by (seed, epoch), padded by wrapping around so that every rank gets the same count, then
+// rank::world. With world == 1 and no padding this is a plain per-epoch shuffle.
 #pragma once
 
 #include <cstdint>

@@ -80,7 +80,8 @@ std::vector<uint32_t> idx_header(const std::vector<uint8_t>& d, const fs::path& 
   }
   const size_t have = d.size() - 4 - 4 * ndim;
   if (have < expected)
-    FASTER_THROW(path.string(), ": truncated idx data (", have, " bytes, header says ", expected, ")");
+    FASTER_THROW(path.string(), ": truncated idx data (", have, " bytes, header says ", expected,
+                 ")");
   if (have > expected)
     FASTER_THROW(path.string(), ": ", have - expected, " bytes after the idx data (header says ",
                  expected, ")");
@@ -105,7 +106,8 @@ ArrayDataset read_idx(const fs::path& images, const fs::path& labels, int classe
     FASTER_THROW(images.string(), ": ", idim[0], " images but ", labels.string(), " has ", ldim[0],
                  " labels");
   if (idim[0] == 0 || idim[1] == 0 || idim[2] == 0 || idim[1] > 4096 || idim[2] > 4096)
-    FASTER_THROW(images.string(), ": implausible idx dimensions ", idim[0], "x", idim[1], "x", idim[2]);
+    FASTER_THROW(images.string(), ": implausible idx dimensions ", idim[0], "x", idim[1], "x",
+                 idim[2]);
   ArrayDataset ds;
   ds.n = idim[0];
   ds.channels = 1;
@@ -114,8 +116,9 @@ ArrayDataset read_idx(const fs::path& images, const fs::path& labels, int classe
   ds.images.assign(img.begin() + 16, img.end());
   ds.labels.assign(lab.begin() + 8, lab.end());
   // The class count comes from the labels unless the caller bounds it (idx labels are bytes).
-  ds.classes = classes > 0 ? classes
-                           : 1 + static_cast<int>(*std::max_element(ds.labels.begin(), ds.labels.end()));
+  ds.classes = classes > 0
+                   ? classes
+                   : 1 + static_cast<int>(*std::max_element(ds.labels.begin(), ds.labels.end()));
   check_labels(ds, labels.string());
   return ds;
 }
@@ -129,8 +132,8 @@ ArrayDataset read_cifar10(const std::vector<fs::path>& batches) {
   for (const auto& path : batches) {
     const auto d = read_maybe_gzip(path);
     if (d.empty() || d.size() % kRecord != 0)
-      FASTER_THROW(path.string(), ": size ", d.size(), " is not a whole number of CIFAR-10 records (",
-                   kRecord, " bytes each)");
+      FASTER_THROW(path.string(), ": size ", d.size(),
+                   " is not a whole number of CIFAR-10 records (", kRecord, " bytes each)");
     const int64_t count = d.size() / kRecord;
     for (int64_t r = 0; r < count; ++r) {
       const uint8_t* rec = d.data() + r * kRecord;
@@ -169,7 +172,8 @@ TrainTest load_small_dataset(const fs::path& dir) {
   if (!train_images.empty()) {
     const auto need = [&](const std::string& stem) {
       auto p = first_existing(dir, stem);
-      if (p.empty()) FASTER_THROW(dir.string(), ": has train-images-idx3-ubyte but no ", stem, "[.gz]");
+      if (p.empty())
+        FASTER_THROW(dir.string(), ": has train-images-idx3-ubyte but no ", stem, "[.gz]");
       return p;
     };
     tt.train = read_idx(train_images, need("train-labels-idx1-ubyte"));
@@ -178,7 +182,8 @@ TrainTest load_small_dataset(const fs::path& dir) {
   } else {
     fs::path cifar = fs::exists(dir / "cifar-10-batches-bin") ? dir / "cifar-10-batches-bin" : dir;
     if (!fs::exists(cifar / "data_batch_1.bin"))
-      FASTER_THROW(dir.string(), ": no Fashion-MNIST/MNIST idx files (train-images-idx3-ubyte[.gz]) "
+      FASTER_THROW(dir.string(),
+                   ": no Fashion-MNIST/MNIST idx files (train-images-idx3-ubyte[.gz]) "
                    "and no CIFAR-10 batches (data_batch_1.bin)");
     std::vector<fs::path> train;
     for (int i = 1; i <= 5; ++i) {
@@ -186,7 +191,8 @@ TrainTest load_small_dataset(const fs::path& dir) {
       if (!fs::exists(p)) FASTER_THROW(cifar.string(), ": missing ", p.filename().string());
       train.push_back(p);
     }
-    if (!fs::exists(cifar / "test_batch.bin")) FASTER_THROW(cifar.string(), ": missing test_batch.bin");
+    if (!fs::exists(cifar / "test_batch.bin"))
+      FASTER_THROW(cifar.string(), ": missing test_batch.bin");
     tt.train = read_cifar10(train);
     tt.test = read_cifar10({cifar / "test_batch.bin"});
     tt.format = "cifar10";

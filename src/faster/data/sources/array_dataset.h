@@ -1,5 +1,6 @@
 // Small image datasets held whole in memory as uint8 NCHW arrays: Fashion-MNIST / MNIST idx files
-// (gzip or raw) and CIFAR-10 binary batches.  Readers validate everything and name file and problem.
+// (gzip or raw) and CIFAR-10 binary batches.  Readers validate everything and name file and
+// problem.
 #pragma once
 
 #include <cstdint>

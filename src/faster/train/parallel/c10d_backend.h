@@ -1,9 +1,9 @@
-// Internal to train/parallel: the c10d process-group type, which LibTorch 2.x calls Backend and 1.13
-// ProcessGroup, and the NCCL constructor that exists only in CUDA builds (dist_nccl*.cpp).
+// Internal to train/parallel: the c10d process-group type, which LibTorch 2.x calls Backend
+// and 1.13 ProcessGroup, and the NCCL constructor that exists only in CUDA builds (dist_nccl*.cpp).
 #pragma once
 
-#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/version.h>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <chrono>
 

@@ -1,6 +1,7 @@
 // DataParallel (torch.nn.DataParallel semantics): one process splits each batch over several GPUs,
-// runs a replica of the model on each, and gathers the outputs on the first; the replicas' gradients
-// are summed into the original parameters by autograd.  CUDA builds only (data_parallel_cuda.cpp).
+// runs a replica of the model on each, and gathers the outputs on the first; the replicas'
+// gradients are summed into the original parameters by autograd.  CUDA builds only
+// (data_parallel_cuda.cpp).
 #pragma once
 
 #include <torch/types.h>

@@ -4,7 +4,9 @@
 
 namespace faster::train {
 
-bool data_parallel_available() { return false; }
+bool data_parallel_available() {
+  return false;
+}
 
 torch::Tensor data_parallel_forward(const models::Model&, const torch::Tensor&,
                                     const std::vector<torch::Device>&, Precision) {

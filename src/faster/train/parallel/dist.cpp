@@ -22,8 +22,12 @@ class PendingWork : public PendingReduce {
 
 class C10dDist : public Dist {
  public:
-  C10dDist(WorldInfo world, c10::intrusive_ptr<c10d::Store> store, C10dGroup group, std::string name)
-      : Dist(std::move(world)), store_(std::move(store)), group_(std::move(group)), name_(std::move(name)) {}
+  C10dDist(WorldInfo world, c10::intrusive_ptr<c10d::Store> store, C10dGroup group,
+           std::string name)
+      : Dist(std::move(world)),
+        store_(std::move(store)),
+        group_(std::move(group)),
+        name_(std::move(name)) {}
 
   std::unique_ptr<PendingReduce> all_reduce_sum_async(torch::Tensor t) override {
     std::vector<torch::Tensor> ts{std::move(t)};
@@ -67,8 +71,9 @@ c10::intrusive_ptr<c10d::Store> rendezvous(const WorldInfo& w, std::chrono::mill
     if (what.find("in use") != std::string::npos || what.find("EADDRINUSE") != std::string::npos)
       throw Error("rank 0 cannot listen on " + where + ": the port is busy",
                   "set MASTER_PORT (or torchrun --master-port) to a free port");
-    throw Error("rank " + std::to_string(w.rank) + " could not join the job at " + where + " within " +
-                    std::to_string(timeout.count() / 1000) + " s: " + what.substr(0, what.find('\n')),
+    throw Error("rank " + std::to_string(w.rank) + " could not join the job at " + where +
+                    " within " + std::to_string(timeout.count() / 1000) +
+                    " s: " + what.substr(0, what.find('\n')),
                 "check MASTER_ADDR/MASTER_PORT and that all " + std::to_string(w.world) +
                     " ranks were started");
   }

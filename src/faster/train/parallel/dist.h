@@ -1,5 +1,5 @@
-// The distributed engine of a DDP job: a c10d TCPStore rendezvous and a process group (NCCL on GPUs,
-// Gloo on CPUs).  The c10d types stay inside dist*.cpp; callers see sums and broadcasts.
+// The distributed engine of a DDP job: a c10d TCPStore rendezvous and a process group (NCCL on
+// GPUs, Gloo on CPUs).  The c10d types stay inside dist*.cpp; callers see sums and broadcasts.
 #pragma once
 
 #include <torch/types.h>

@@ -4,7 +4,8 @@
 
 namespace faster::train {
 
-C10dGroup make_nccl_group(const c10::intrusive_ptr<c10d::Store>&, int, int, std::chrono::milliseconds) {
+C10dGroup make_nccl_group(const c10::intrusive_ptr<c10d::Store>&, int, int,
+                          std::chrono::milliseconds) {
   FASTER_THROW("NCCL needs a CUDA build of faster (use --device cpu for Gloo)");
 }
 

@@ -26,10 +26,11 @@ class AfterAccumulate : public torch::autograd::FunctionPostHook {
 
 }  // namespace
 
-GradReducer::GradReducer(Dist& dist, std::vector<torch::Tensor> params, std::vector<int64_t> offsets,
-                         int64_t bucket_bytes)
+GradReducer::GradReducer(Dist& dist, std::vector<torch::Tensor> params,
+                         std::vector<int64_t> offsets, int64_t bucket_bytes)
     : dist_(dist), params_(std::move(params)), offsets_(std::move(offsets)) {
-  FASTER_CHECK(!params_.empty() && params_.size() == offsets_.size(), "GradReducer: bad parameters");
+  FASTER_CHECK(!params_.empty() && params_.size() == offsets_.size(),
+               "GradReducer: bad parameters");
   const int64_t total = offsets_.back() + params_.back().numel();
   flat_ = torch::zeros({total}, params_[0].options().requires_grad(false));
   bucket_of_.assign(params_.size(), 0);
@@ -76,8 +77,10 @@ void GradReducer::on_ready(size_t k) {
   const auto& p = params_[k];
   auto segment = flat_.narrow(0, offsets_[k], p.numel());
   const auto g = flat_grad_of(p);
-  if (g.defined()) segment.copy_(g);
-  else segment.zero_();
+  if (g.defined())
+    segment.copy_(g);
+  else
+    segment.zero_();
   std::lock_guard<std::mutex> lock(mutex_);
   auto& b = buckets_[bucket_of_[k]];
   if (--b.pending == 0) ready_[bucket_of_[k]] = true;

@@ -20,7 +20,9 @@ namespace faster::train {
 namespace {
 
 volatile sig_atomic_t g_signal = 0;
-void on_signal(int sig) { g_signal = sig; }
+void on_signal(int sig) {
+  g_signal = sig;
+}
 
 pid_t start_rank(const LaunchOptions& o, int rank, int port) {
   const pid_t pid = fork();
@@ -110,7 +112,8 @@ int launch_local(const LaunchOptions& o) {
     --running;
     const int code = wait_exit_code(status);
     if (code != 0) {
-      log::warn("launcher: rank ", rank, (WIFSIGNALED(status) ? " was killed by signal " : " exited with code "),
+      log::warn("launcher: rank ", rank,
+                (WIFSIGNALED(status) ? " was killed by signal " : " exited with code "),
                 WIFSIGNALED(status) ? WTERMSIG(status) : code, "; stopping the other ranks");
       stop_all(pids, o.grace_seconds);
       return code;

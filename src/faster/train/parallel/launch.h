@@ -1,6 +1,6 @@
-// The local launcher behind `faster train --parallel ddp --nproc N`: starts N copies of this program
-// as ranks 0..N-1 (torchrun's environment variables), waits, and if one fails stops the others
-// within a bounded time, so a job never hangs on a dead rank.
+// The local launcher behind `faster train --parallel ddp --nproc N`: starts N copies of this
+// program as ranks 0..N-1 (torchrun's environment variables), waits, and if one fails stops the
+// others within a bounded time, so a job never hangs on a dead rank.
 #pragma once
 
 #include <string>
@@ -16,7 +16,8 @@ struct LaunchOptions {
 };
 
 // MASTER_PORT comes from the environment, else a free local port is taken.
-// Returns 0 when every rank exits 0; else the first failing rank's exit code (128+signal if killed).
+// Returns 0 when every rank exits 0; else the first failing rank's exit code (128+signal if
+// killed).
 int launch_local(const LaunchOptions& o);
 
 // Program arguments (without the program name) with `--nproc N` / `--nproc=N` removed.

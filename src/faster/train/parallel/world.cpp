@@ -37,9 +37,11 @@ void check(const WorldInfo& w) {
   if (w.rank >= w.world)
     FASTER_THROW("rank ", w.rank, " is not below the world size ", w.world, from);
   if (w.local_world < 1 || w.local_world > w.world)
-    FASTER_THROW("local world size ", w.local_world, " is not in [1, world size ", w.world, "]", from);
+    FASTER_THROW("local world size ", w.local_world, " is not in [1, world size ", w.world, "]",
+                 from);
   if (w.local_rank >= w.local_world)
-    FASTER_THROW("local rank ", w.local_rank, " is not below the local world size ", w.local_world, from);
+    FASTER_THROW("local rank ", w.local_rank, " is not below the local world size ", w.local_world,
+                 from);
   if (w.master_port < 1 || w.master_port > 65535)
     FASTER_THROW("MASTER_PORT ", w.master_port, " is not a TCP port", from);
 }
@@ -55,8 +57,9 @@ WorldInfo world_from_env() {
     w.local_rank = env_int("LOCAL_RANK", w.rank);
     w.local_world = env_int("LOCAL_WORLD_SIZE", w.world);
     if (!env("MASTER_ADDR") || !env("MASTER_PORT"))
-      FASTER_THROW("RANK/WORLD_SIZE are set but MASTER_ADDR or MASTER_PORT is not (launch with "
-                   "torchrun, 'faster train --nproc N', or set all four)");
+      FASTER_THROW(
+          "RANK/WORLD_SIZE are set but MASTER_ADDR or MASTER_PORT is not (launch with "
+          "torchrun, 'faster train --nproc N', or set all four)");
   } else if (env("SLURM_PROCID") && env("SLURM_NTASKS")) {
     w.source = "slurm";
     w.rank = env_int("SLURM_PROCID", 0, true);
