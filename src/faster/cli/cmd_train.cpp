@@ -255,10 +255,8 @@ void apply_recipe(TrainFlags& f) {
   if (unset("--model"))
     o.model = train::is_speedrun(f.recipe) ? "speednet" : arrays ? "thinnet" : "resnet50";
   const auto device = train::resolve_device(o.device);
-  const auto recipe = unset("--recipe") ? train::default_recipe(o.model, device) : f.recipe;
-  f.recipe = recipe;
-  const auto r = train::recipe_options(recipe);
-  o.recipe = recipe;
+  o.recipe = unset("--recipe") ? train::default_recipe(o.model, device) : f.recipe;
+  const auto r = train::recipe_options(o.recipe);
   if (unset("--epochs")) o.epochs = r.epochs;
   if (unset("--batch")) o.batch = r.batch;
   if (unset("--lr")) o.sgd.lr = r.sgd.lr, o.lr_per_256 = r.lr_per_256;
@@ -277,10 +275,13 @@ void apply_recipe(TrainFlags& f) {
     o.workers = arrays ? 4 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // Widths: the recipe's for its own model, else the model's own.
   const auto widths = models::default_widths(o.model);
-  if (unset("--blocks")) o.blocks = r.model == o.model ? r.blocks : widths.blocks;
-  if (unset("--filters")) o.filters = r.model == o.model ? r.filters : widths.filters;
-  if (!unset("--blocks")) o.blocks = models::parse_int_list(f.blocks, "--blocks");
-  if (!unset("--filters")) o.filters = models::parse_int_list(f.filters, "--filters");
+  const bool recipe_model = r.model == o.model;
+  o.blocks = !unset("--blocks") ? models::parse_int_list(f.blocks, "--blocks")
+             : recipe_model     ? r.blocks
+                                : widths.blocks;
+  o.filters = !unset("--filters") ? models::parse_int_list(f.filters, "--filters")
+              : recipe_model      ? r.filters
+                                  : widths.filters;
   if (unset("--ema")) o.ema_decay = r.ema_decay;
   if (unset("--min-lr")) o.schedule.min_lr = r.schedule.min_lr;
   if (unset("--eval-every")) o.eval_every = r.eval_every;
@@ -292,7 +293,7 @@ void apply_recipe(TrainFlags& f) {
   if (unset("--loader")) o.loader = r.loader;
   if (unset("--last-batch")) o.last_batch = r.last_batch;
   // The time-to-accuracy recipes run in the fastest mode wherever it exists (a GPU).
-  if (train::is_speedrun(recipe) && device.is_cuda()) f.fast = true;
+  if (train::is_speedrun(o.recipe) && device.is_cuda()) f.fast = true;
   // Arrays kept as stored, on the CPU: they already are in the device's memory, so a batch is one
   // gather, with no loader threads to compete with the compute threads for the cores.
   if (unset("--loader") && arrays && device.is_cpu() && o.res.res == 0)
@@ -345,7 +346,7 @@ void resolve_flags(TrainFlags& f) {
   } else if (f.amp) {
     o.precision = f.amp_dtype;
   }
-  if (train::is_speedrun(f.recipe)) o.mode_name = enum_name(train::kRecipeNames, f.recipe);
+  if (train::is_speedrun(o.recipe)) o.mode_name = enum_name(train::kRecipeNames, o.recipe);
 }
 
 int run_train(TrainFlags& f) {
@@ -386,7 +387,7 @@ int run_train(TrainFlags& f) {
               report.epochs.size(), report.total_seconds, report.device.c_str(),
               report.train_images_per_second, final_acc);
   // Time to accuracy counts from the process's start (set-up and LibTorch's loading included).
-  if (train::is_speedrun(f.recipe))
+  if (train::is_speedrun(o.recipe))
     std::printf(", %.2fs from process start", report.process_seconds);
   std::printf("\n");
   if (!f.json.empty()) {
