@@ -81,6 +81,15 @@ std::vector<Cell> plan(const BenchOptions& o) {
   return cells;
 }
 
+std::vector<std::string> data_args(const BenchOptions& o) {
+  std::vector<std::string> a;
+  if (!o.data.empty()) a.insert(a.end(), {"--data", o.data});
+  if (!o.gpu) a.insert(a.end(), {"--device", "cpu"});
+  if (o.train_limit > 0) a.insert(a.end(), {"--train-limit", std::to_string(o.train_limit)});
+  if (o.test_limit > 0) a.insert(a.end(), {"--test-limit", std::to_string(o.test_limit)});
+  return a;
+}
+
 std::vector<std::string> train_args(const Cell& c, const BenchOptions& o, const std::string& json) {
   std::vector<std::string> a = {"train",
                                 "--epochs",
@@ -95,10 +104,8 @@ std::vector<std::string> train_args(const Cell& c, const BenchOptions& o, const 
                                 json};
   // The seed's workload on any device: its recipe, not the CPU recipe `train` picks without a GPU.
   a.insert(a.begin() + 1, {"--recipe", "seed"});
-  if (!o.data.empty()) a.insert(a.end(), {"--data", o.data});
-  if (!o.gpu) a.insert(a.end(), {"--device", "cpu"});
-  if (o.train_limit > 0) a.insert(a.end(), {"--train-limit", std::to_string(o.train_limit)});
-  if (o.test_limit > 0) a.insert(a.end(), {"--test-limit", std::to_string(o.test_limit)});
+  const auto data = data_args(o);
+  a.insert(a.end(), data.begin(), data.end());
   a.insert(a.end(), c.args.begin(), c.args.end());
   a.insert(a.end(), o.extra_args.begin(), o.extra_args.end());
   return a;

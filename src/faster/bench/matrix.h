@@ -58,6 +58,9 @@ extern const std::vector<std::string> kColumns;  // plain, +cudnn_benchmark, +AM
 extern const std::vector<std::string> kRows;     // every row's name (--rows picks among them)
 // The cells to run: baseline, the rows x columns that apply on this machine, and the fastest mode.
 std::vector<Cell> plan(const BenchOptions& o);
+// The data and device flags every `faster train` the bench starts takes (--data, --device cpu,
+// the limits).
+std::vector<std::string> data_args(const BenchOptions& o);
 // The full `faster train` argument list of a cell.
 std::vector<std::string> train_args(const Cell& c, const BenchOptions& o, const std::string& json);
 

@@ -100,10 +100,8 @@ std::vector<std::string> tta_train_args(const BenchOptions& o, int seed, const s
   std::vector<std::string> a = {"train", "--recipe", "speedrun",           "--eval-every",
                                 "1",     "--seed",   std::to_string(seed), "--json",
                                 json};
-  if (!o.data.empty()) a.insert(a.end(), {"--data", o.data});
-  if (!o.gpu) a.insert(a.end(), {"--device", "cpu"});
-  if (o.train_limit > 0) a.insert(a.end(), {"--train-limit", std::to_string(o.train_limit)});
-  if (o.test_limit > 0) a.insert(a.end(), {"--test-limit", std::to_string(o.test_limit)});
+  const auto data = data_args(o);
+  a.insert(a.end(), data.begin(), data.end());
   a.insert(a.end(), o.tta_args.begin(), o.tta_args.end());
   return a;
 }

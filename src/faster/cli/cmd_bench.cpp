@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "faster/bench/matrix.h"
@@ -44,36 +45,49 @@ std::string run_error(int code, bool have_json, const std::string& log) {
   return "exit " + std::to_string(code) + ": " + last + " (see " + log + ")";
 }
 
-bench::Run run_once(const bench::Cell& cell, const bench::BenchOptions& o, int index) {
-  const std::string stem = (fs::path(o.out_dir) / ("run-" + std::to_string(index))).string();
+// One `faster train` child: its arguments (given the path of its --json report) run with the
+// output in OUT_DIR/NAME.log; its report, and the error (or "") that run_error makes of it.
+struct TrainChild {
+  nlohmann::json report;
+  std::string error;
+};
+TrainChild run_train(const bench::BenchOptions& o, const std::string& name,
+                     const std::function<std::vector<std::string>(const std::string&)>& args) {
+  const std::string stem = (fs::path(o.out_dir) / name).string();
   const std::string json = stem + ".json", log = stem + ".log";
   fs::remove(json);
-  bench::Run run;
-  const int code = bench::run_process(o.exe, bench::train_args(cell, o, json), log);
+  const int code = bench::run_process(o.exe, args(json), log);
   std::ifstream in(json);
-  const auto j = in ? nlohmann::json::parse(in, nullptr, false) : nlohmann::json();
-  run.error = run_error(code, j.is_object(), log);
+  TrainChild child;
+  child.report = in ? nlohmann::json::parse(in, nullptr, false) : nlohmann::json();
+  child.error = run_error(code, child.report.is_object(), log);
+  return child;
+}
+
+bench::Run run_once(const bench::Cell& cell, const bench::BenchOptions& o, int index) {
+  const auto child = run_train(o, "run-" + std::to_string(index), [&](const std::string& json) {
+    return bench::train_args(cell, o, json);
+  });
+  bench::Run run;
+  run.error = child.error;
   if (!run.error.empty()) return run;
   run.ok = true;
-  run.seconds = j.value("total_seconds", 0.0);
-  run.accuracy = j.value("final_test_accuracy", 0.0);
+  run.seconds = child.report.value("total_seconds", 0.0);
+  run.accuracy = child.report.value("final_test_accuracy", 0.0);
   return run;
 }
 
 bench::TtaRun run_tta(const bench::BenchOptions& o, int seed) {
-  const std::string stem = (fs::path(o.out_dir) / ("tta-seed-" + std::to_string(seed))).string();
-  const std::string json = stem + ".json", log = stem + ".log";
-  fs::remove(json);
+  const auto child = run_train(o, "tta-seed-" + std::to_string(seed), [&](const std::string& json) {
+    return bench::tta_train_args(o, seed, json);
+  });
   bench::TtaRun run;
   run.seed = seed;
-  const int code = bench::run_process(o.exe, bench::tta_train_args(o, seed, json), log);
-  std::ifstream in(json);
-  const auto j = in ? nlohmann::json::parse(in, nullptr, false) : nlohmann::json();
-  run.error = run_error(code, j.is_object(), log);
+  run.error = child.error;
   if (!run.error.empty()) return run;
   run.ok = true;
-  run.curve = bench::curve_of_train_json(j);
-  run.final_accuracy = j.value("final_test_accuracy", 0.0);
+  run.curve = bench::curve_of_train_json(child.report);
+  run.final_accuracy = child.report.value("final_test_accuracy", 0.0);
   return run;
 }
 
