@@ -12,8 +12,9 @@
 # Environment: FASTER (default build-cuda/faster), PHASES, ROOT, CLASSES, PER_CLASS, RUNS, MODELS,
 #              EPOCHS (speed runs), VARIANTS (';'-separated extra faster flags, one run each per
 #              round), SPEED_FLAGS (for all), PEER=0 / PEER_SYNTHETIC=0 (skip the peer runs),
-#              PEER_AMP (peer precision flags), ACC_* as above, GPU_DEFAULT=1 (also run `faster train`
-#              with no flags, the README's job).
+#              PEER_AMP (peer precision flags), ACC_* as above (ACC_DATA="jpeg idx": the data
+#              each configuration trains on; FIXRES=0 skips the FixRes evaluations), GPU_DEFAULT=1
+#              (also run `faster train` with no flags, the README's job).
 set -uo pipefail
 peers=$1 fmnist=$2 out=$3
 cd "$(dirname "$0")/../.."
@@ -98,13 +99,14 @@ if [[ " $PHASES " == *" accuracy "* ]]; then
   IFS=';' read -r -a configs <<< "$ACC_FLAGS"
   for c in "${!configs[@]}"; do
     read -r -a flags <<< "${configs[$c]}"
-    for data in jpeg idx; do
+    for data in ${ACC_DATA:-jpeg idx}; do
       src=$jpegs; [ $data = idx ] && src=$fmnist
       $FASTER train --data "$src" --model resnet18 --res "$ACC_RES" --val-resize "$ACC_RES" \
         --epochs "$ACC_EPOCHS" --batch 256 --fast ${SPEED_FLAGS:-} --save "$out/acc_${c}_$data.pt" "${flags[@]}" \
         --log-dir "$out/acc_${c}_$data" --json "$out/acc_${c}_$data.json" > "$out/acc_${c}_$data.log" 2>&1
       echo "accuracy [${configs[$c]}] $data: $(grep -h '^done' "$out/acc_${c}_$data.log" || tail -2 "$out/acc_${c}_$data.log")"
     done
+    [ "${FIXRES:-1}" = 1 ] || continue
     for r in $((ACC_RES * 9 / 8)) $((ACC_RES * 5 / 4)) $((ACC_RES * 3 / 2)); do
       $FASTER eval --weights "$out/acc_${c}_jpeg.pt" --data $jpegs --val-res $r --val-resize $r \
         --json "$out/fixres_${c}_$r.json" > "$out/fixres_${c}_$r.log" 2>&1

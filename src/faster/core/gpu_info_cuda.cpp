@@ -41,11 +41,12 @@ nlohmann::json gpu_info() {
   for (int i = 0; i < n; ++i) {
     cudaDeviceProp p;
     if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
-    j["gpus"].push_back({{"index", i},
-                         {"name", p.name},
-                         {"memory_gib", p.totalGlobalMem / double(1 << 30)},
-                         {"compute_capability", std::to_string(p.major) + "." + std::to_string(p.minor)},
-                         {"multiprocessors", p.multiProcessorCount}});
+    j["gpus"].push_back(
+        {{"index", i},
+         {"name", p.name},
+         {"memory_gib", p.totalGlobalMem / double(1 << 30)},
+         {"compute_capability", std::to_string(p.major) + "." + std::to_string(p.minor)},
+         {"multiprocessors", p.multiProcessorCount}});
   }
   return j;
 }

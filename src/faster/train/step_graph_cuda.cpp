@@ -47,7 +47,9 @@ struct StepGraph::Impl {
 
 StepGraph::StepGraph() : impl_(std::make_unique<Impl>()) {}
 StepGraph::~StepGraph() = default;
-bool StepGraph::available() { return true; }
+bool StepGraph::available() {
+  return true;
+}
 
 void StepGraph::capture(const std::function<void()>& step) {
   FASTER_CHECK(!impl_->captured, "graph captured twice");
@@ -66,7 +68,11 @@ void StepGraph::capture(const std::function<void()>& step) {
   impl_->captured = true;
 }
 
-void StepGraph::replay() { impl_->graph.replay(); }
-bool StepGraph::captured() const { return impl_->captured; }
+void StepGraph::replay() {
+  impl_->graph.replay();
+}
+bool StepGraph::captured() const {
+  return impl_->captured;
+}
 
 }  // namespace faster::train

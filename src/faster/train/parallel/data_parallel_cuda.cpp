@@ -11,10 +11,13 @@
 
 namespace faster::train {
 
-bool data_parallel_available() { return true; }
+bool data_parallel_available() {
+  return true;
+}
 
 torch::Tensor data_parallel_forward(const models::Model& model, const torch::Tensor& input,
-                                    const std::vector<torch::Device>& devices, Precision precision) {
+                                    const std::vector<torch::Device>& devices,
+                                    Precision precision) {
   if (devices.size() == 1) return model.forward(input);
   torch::autograd::Scatter scatter(devices, /*chunk_sizes=*/c10::nullopt, /*dim=*/0);
   const auto inputs = scatter.apply({input});
