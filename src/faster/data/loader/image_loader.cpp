@@ -55,6 +55,27 @@ bool in_share(int position, double share) {
 
 }  // namespace
 
+int64_t median_jpeg_pixels(const Source& source, int samples) {
+  const int64_t n = source.size();
+  if (source.pixels() || n == 0 || samples < 1) return 0;
+  JpegDecoder decoder;
+  Sample sample;
+  std::vector<int64_t> pixels;
+  const int64_t k = std::min<int64_t>(samples, n);
+  for (int64_t i = 0; i < k; ++i) {
+    const int64_t index = i * n / k;
+    try {
+      source.get(index, sample);
+      const JpegInfo& info = decoder.open(sample.bytes.data(), sample.bytes.size());
+      pixels.push_back(int64_t{info.width} * info.height);
+    } catch (const std::exception&) {  // a bad image says nothing about the others' size
+    }
+  }
+  if (pixels.empty()) return 0;
+  std::nth_element(pixels.begin(), pixels.begin() + pixels.size() / 2, pixels.end());
+  return pixels[pixels.size() / 2];
+}
+
 void validate(const LoaderOptions& o) {
   check_range("--batch", o.batch, 1, kMaxBatch);
   check_range("--workers", o.workers, 1, kMaxWorkers);

@@ -33,6 +33,11 @@ namespace faster::data {
 // too, and `faster load` before it lists the dataset.
 void validate(const LoaderOptions& o);
 
+// The median pixel count (width x height) of up to `samples` JPEGs spread evenly over `source`,
+// from their headers; 0 when the source holds raw pixels or none of them opens.  What
+// `--decode auto` looks at: nvJPEG's fixed cost per image outweighs its speed on small images.
+int64_t median_jpeg_pixels(const Source& source, int samples = 15);
+
 // Cumulative per-stage time, summed over worker threads (read, decode, augment) or spent by the
 // consumer (copy: host->device and device normalize; wait: blocked waiting for workers).
 struct LoaderStats {
