@@ -265,6 +265,22 @@ TEST(ImageLoader, ArraysAsStoredEqualTheArraysAndTheDeviceLoader) {
 // The synthetic loader (the model alone) delivers what the real loaders would, in count and shape:
 // per rank the batches and samples of a device loader over the same dataset, in the asked layout,
 // one fixed random batch (labels within the classes) at every step, padded rows labelled kPadLabel.
+// --decode auto's look at the data: headers only, spread over the source, bad files left out.
+TEST(ImageLoader, MedianJpegPixelsReadsHeadersSpreadOverTheSource) {
+  test::TempDir t;
+  // make_tree's image i of class c is (60 + 13 i) x (50 + 7 c): widths 60, 73, 86, 99, 112.
+  const auto tree = make_tree(t.path() / "t", 1, 5);
+  EXPECT_EQ(median_jpeg_pixels(*tree), 86 * 50);     // all five (15 asked for)
+  EXPECT_EQ(median_jpeg_pixels(*tree, 1), 60 * 50);  // the first only
+  EXPECT_EQ(median_jpeg_pixels(*tree, 2), 86 * 50);  // images 0 and 2: the larger of the two
+  int bad;
+  const auto mixed = make_bad_tree(t.path() / "b", bad);
+  const int64_t m = median_jpeg_pixels(*mixed, 1000);  // every file; the refused ones skipped
+  EXPECT_GE(m, 50 * 70);
+  EXPECT_LE(m, 160 * 120);
+  EXPECT_EQ(median_jpeg_pixels(ArraySource(random_arrays(9, 1, 5, 7))), 0);  // raw pixels
+}
+
 TEST(SyntheticLoader, DeliversTheRealLoadersCountsAndShapesWithOneBatch) {
   const auto d = random_arrays(37, 3, 6, 6);
   for (auto last : {LastBatch::kKeep, LastBatch::kDrop, LastBatch::kPad}) {
@@ -367,9 +383,9 @@ TEST(ImageLoader, LoadCommandReportsAndFailsCleanly) {
   EXPECT_EQ(r.output, "faster: error: --on-bad-image must be skip or fail (got 'ignore')\n");
   r = test::run_faster("load " + t.path().string() + " --decode gpu");
   EXPECT_EQ(r.output, "faster: error: --decode must be cpu or nvjpeg (got 'gpu')\n");
-  r = test::run_faster("load " + t.path().string() +
-                       " --decode nvjpeg --cpu-share 1.5 --device cuda");
-  EXPECT_EQ(r.exit_code, 1);
+  r = test::run_faster("load " + t.path().string() + " --decode nvjpeg --cpu-share 1.5");
+  EXPECT_EQ(r.exit_code, 2) << r.output;  // a usage error, with or without a GPU
+  EXPECT_NE(r.output.find("--cpu-share"), std::string::npos) << r.output;
   r = test::run_faster("load " + t.path().string() + " --decode nvjpeg --device cpu");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("--decode nvjpeg decodes on the GPU, but the device is cpu"),

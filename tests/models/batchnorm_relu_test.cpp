@@ -97,7 +97,10 @@ TEST(FusedBatchNormRelu, AppliesOnlyWhereItCan) {
 // model is as close to the float32 step as the unfused fp16 model is.  Through 18 layers of fp16
 // the two fp16 models differ from each other by about 10 % in some gradients (they round at other
 // points: the fused kernel rounds once after BatchNorm, add and ReLU), so each is measured against
-// float32: the fused one's error may be at most 1.5x the unfused one's (+1e-3).
+// float32: over all gradients together (L2) the fused one's error may be at most 1.5x the
+// unfused one's (+1e-3); per parameter (largest difference) 3x (+0.05), as single gradients scatter
+// more (on an H200, 2026-12-03, three of 62 were 1.6-1.9x the unfused error, 0.19-0.31 against
+// 0.11-0.17).  A wrong fused kernel (a dropped residual, a misplaced ReLU) errs by about 100 %.
 TEST(FusedBatchNormRelu, ResNetStepIsAsAccurateAsUnfused) {
   SKIP_WITHOUT_GPU();
   ResNetOptions o;
@@ -142,12 +145,22 @@ TEST(FusedBatchNormRelu, ResNetStepIsAsAccurateAsUnfused) {
   EXPECT_LT(std::abs(losses[0] - losses[2]), 1.5 * std::abs(losses[1] - losses[2]) + 2e-3);
   auto a = fused->named_parameters(), b = plain->named_parameters(),
        r = reference->named_parameters();
+  std::vector<torch::Tensor> all_a, all_b, all_r;
   for (const auto& kv : a) {
     SCOPED_TRACE(kv.key());
     const auto ref = r[kv.key()].grad();
     EXPECT_LT(relative_error(kv.value().grad(), ref),
-              1.5 * relative_error(b[kv.key()].grad(), ref) + 1e-3);
+              3 * relative_error(b[kv.key()].grad(), ref) + 0.05);
+    all_a.push_back(kv.value().grad().flatten().to(torch::kFloat));
+    all_b.push_back(b[kv.key()].grad().flatten().to(torch::kFloat));
+    all_r.push_back(ref.flatten().to(torch::kFloat));
   }
+  const auto all_ref = torch::cat(all_r).to(torch::kDouble);
+  const auto l2_error = [&](const std::vector<torch::Tensor>& g) {
+    return (torch::cat(g).to(torch::kDouble) - all_ref).norm().item<double>() /
+           all_ref.norm().item<double>();
+  };
+  EXPECT_LT(l2_error(all_a), 1.5 * l2_error(all_b) + 1e-3);
   auto ab = fused->named_buffers(), bb = plain->named_buffers(), rb = reference->named_buffers();
   for (const auto& kv : ab)
     if (kv.value().is_floating_point())
