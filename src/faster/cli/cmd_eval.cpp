@@ -42,7 +42,8 @@ void add_eval(CLI::App& root, int& exit_code) {
   cmd->add_option("--val-resize", o.val_resize,
                   "Shorter side resized to this before the crop (default --val-res * 256/224)");
   add_enum_option(cmd, "--decode", o.decode, train::kDecodeChoices,
-                  "JPEG decoding: cpu, nvjpeg or auto (nvjpeg on a GPU)");
+                  "JPEG decoding: cpu, nvjpeg or auto (nvjpeg on a GPU, cpu for images of at "
+                  "most 160x160 pixels)");
   add_enum_option(cmd, "--precision", o.precision, kPrecisions,
                   "Arithmetic of the forward pass (autocast for fp16/bf16)");
   cmd->add_flag("--channels-last", o.channels_last, "NHWC memory format");

@@ -141,7 +141,8 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
       ->capture_default_str();
   add_enum_option(cmd, "--decode", o.decode, train::kDecodeChoices,
                   "JPEG decoding: cpu (libjpeg-turbo in the loader threads), nvjpeg (the GPU's "
-                  "JPEG engines) or auto (nvjpeg on a GPU)");
+                  "JPEG engines) or auto (nvjpeg on a GPU, cpu for images of at most 160x160 "
+                  "pixels, where nvJPEG's cost per image outweighs it)");
   cmd->add_option("--cpu-share", o.cpu_share,
                   "With nvJPEG: the share of images the loader threads decode on the CPU anyway, "
                   "beside the GPU's JPEG engines (0-1)")
