@@ -11,8 +11,17 @@
 #include <vector>
 
 // jpeglib.h needs size_t and FILE declared before it.
-#include <jerror.h>
 #include <jpeglib.h>
+
+// jerror.h after jpeglib.h, never before (an include sorter would put it first): its message codes
+// depend on JPEG_LIB_VERSION, from the jconfig.h that jpeglib.h includes.  Read without it, they
+// are numbered for the jpeg62 ABI, and against a jpeg8-ABI libjpeg (libjpeg.so.8, Ubuntu's)
+// JWRN_JPEG_EOF is then the library's JWRN_HIT_MARKER: damaged entropy-coded data that libjpeg
+// decodes would be refused as truncated.
+#ifndef JPEG_LIB_VERSION
+#error "jpeglib.h must be included before jerror.h"
+#endif
+#include <jerror.h>
 
 #include "faster/core/error.h"
 #include "faster/data/decode/jpeg_error.h"
