@@ -135,6 +135,26 @@ TEST(ArrayDataset, RejectsMissingFilesAndFolders) {
   expect_error(d.path(), {"train-labels-idx1-ubyte"});
 }
 
+// Fashion-MNIST is told from MNIST by the folder's name or its parent's (export's class names and
+// --flip auto both ask), whatever the case, with or without a trailing separator.
+TEST(ArrayDataset, FashionMnistIsToldByTheFolderName) {
+  EXPECT_TRUE(named_fashion_mnist("/usr/share/datasets/fashion-mnist"));
+  EXPECT_TRUE(named_fashion_mnist("/data/FMNIST/"));
+  EXPECT_TRUE(named_fashion_mnist("/data/Fashion/raw"));
+  EXPECT_FALSE(named_fashion_mnist("/data/mnist"));
+  EXPECT_FALSE(named_fashion_mnist("/data/fashion/mnist/raw"));  // the grandparent is not asked
+  TempDir d;
+  const auto labels = idx_labels({0, 1, 2});
+  for (const char* name : {"fmnist", "mnist"}) {
+    fs::create_directories(d / name);
+    write_idx_set(d / name, idx_images(3, 28, 28), labels);
+    const TrainTest tt = load_small_dataset((d / name).string() + "/");
+    EXPECT_EQ(tt.train.fashion_mnist, std::string(name) == "fmnist") << name;
+    EXPECT_EQ(tt.test.fashion_mnist, tt.train.fashion_mnist) << name;
+    EXPECT_EQ(tt.train.name, std::string(name) + "/train");
+  }
+}
+
 std::string cifar_records(const std::vector<uint8_t>& labels) {
   std::string out;
   for (auto l : labels) out += char(l) + std::string(3072, char(l * 10));

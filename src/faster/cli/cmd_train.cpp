@@ -218,7 +218,8 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
                  "Shift each training image by up to this many pixels (zeros enter; speedrun: 2)");
   add_enum_option(sr, "--flip", o.flip, train::kFlipNames,
                   "Horizontal flips (training, and --tta): auto (speedrun) = Fashion-MNIST (a "
-                  "folder named *fashion* or *fmnist*) and CIFAR-10, not MNIST's digits or other "
+                  "folder, or its parent, named *fashion* or *fmnist*) and CIFAR-10, not MNIST's "
+                  "digits or other "
                   "sets; default off");
   sr->add_flag("--tta,!--no-tta", o.tta,
                "Test-time augmentation: the mean of the logits of each test image and its mirror "

@@ -37,11 +37,6 @@ int digits(int64_t value) {
   return static_cast<int>(std::to_string(std::max<int64_t>(value, 0)).size());
 }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
 // One split of the tree: where it goes and what it holds.
 struct Split {
   const data::ArrayDataset* images;
@@ -187,13 +182,7 @@ std::vector<std::string> class_names(const fs::path& data_dir, const data::Train
   const int classes = tt.train.classes;
   if (tt.format == "cifar10" && classes == static_cast<int>(kCifar10Classes.size()))
     return kCifar10Classes;
-  fs::path dir = fs::absolute(data_dir).lexically_normal();
-  if (dir.filename().empty()) dir = dir.parent_path();  // a trailing separator
-  const auto fashion = [](const fs::path& p) {
-    return lower(p.filename().string()).find("fashion") != std::string::npos;
-  };
-  if (tt.format == "idx" && classes == static_cast<int>(kFashionMnistClasses.size()) &&
-      (fashion(dir) || fashion(dir.parent_path())))
+  if (tt.train.fashion_mnist && classes == static_cast<int>(kFashionMnistClasses.size()))
     return kFashionMnistClasses;
   std::vector<std::string> numbers;
   for (int label = 0; label < classes; ++label) numbers.push_back(std::to_string(label));

@@ -211,15 +211,13 @@ std::unique_ptr<data::Loader> make_loader(const TrainOptions& o, const TrainingD
   return std::make_unique<data::ImageLoader>(train ? d.train : d.val, lo);
 }
 
-// Flip::kAuto decided from the data: Fashion-MNIST (a folder named *fashion* or *fmnist*) and
-// CIFAR-10 flip; MNIST's digits and any other set do not (a mirrored 3 is no 3).
+// Flip::kAuto decided from the data: Fashion-MNIST (data::named_fashion_mnist) and CIFAR-10 flip;
+// MNIST's digits and any other set do not (a mirrored 3 is no 3).
 Flip resolve_flip(Flip flip, const TrainingData& d) {
   if (flip != Flip::kAuto) return flip;
   if (!d.arrays()) return Flip::kOff;
-  std::string name = d.train_arrays->name;
-  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const bool mirrorable = name.find("fashion") != std::string::npos ||
-                          name.find("fmnist") != std::string::npos || name.rfind("cifar", 0) == 0;
+  const bool mirrorable =
+      d.train_arrays->fashion_mnist || d.train_arrays->name.rfind("cifar10/", 0) == 0;
   return mirrorable ? Flip::kOn : Flip::kOff;
 }
 

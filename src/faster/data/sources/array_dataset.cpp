@@ -158,6 +158,17 @@ fs::path first_existing(const fs::path& dir, const std::string& stem) {
 
 }  // namespace
 
+bool named_fashion_mnist(const fs::path& dir) {
+  fs::path d = fs::absolute(dir).lexically_normal();
+  if (d.filename().empty()) d = d.parent_path();  // a trailing separator
+  const auto says = [](const fs::path& p) {
+    std::string name = p.filename().string();
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return name.find("fashion") != std::string::npos || name.find("fmnist") != std::string::npos;
+  };
+  return says(d) || says(d.parent_path());
+}
+
 bool is_small_dataset(const fs::path& dir) {
   std::error_code ec;
   return !first_existing(dir, "train-images-idx3-ubyte").empty() ||
@@ -199,9 +210,12 @@ TrainTest load_small_dataset(const fs::path& dir) {
   }
   tt.train.classes = tt.test.classes = std::max(tt.train.classes, tt.test.classes);
   if (tt.train.classes < 2) FASTER_THROW(dir.string(), ": the labels name fewer than 2 classes");
-  const std::string base = tt.format == "idx" ? dir.filename().string() : "cifar10";
+  fs::path folder = fs::absolute(dir).lexically_normal();
+  if (folder.filename().empty()) folder = folder.parent_path();  // a trailing separator
+  const std::string base = tt.format == "idx" ? folder.filename().string() : "cifar10";
   tt.train.name = base + "/train";
   tt.test.name = base + "/test";
+  tt.train.fashion_mnist = tt.test.fashion_mnist = tt.format == "idx" && named_fashion_mnist(dir);
   if (tt.train.channels != tt.test.channels || tt.train.height != tt.test.height ||
       tt.train.width != tt.test.width)
     FASTER_THROW(dir.string(), ": train and test images have different shapes");

@@ -20,6 +20,8 @@ struct ArrayDataset {
   int64_t n = 0;
   int channels = 0, height = 0, width = 0, classes = 0;
   std::string name;  // "fashion-mnist/train", "cifar10/test", ...
+  // Fashion-MNIST rather than MNIST (the two share one file format): see named_fashion_mnist.
+  bool fashion_mnist = false;
 
   int64_t image_bytes() const { return int64_t{channels} * height * width; }
   // Keeps the first `count` samples (count <= 0 keeps all).
@@ -37,6 +39,11 @@ ArrayDataset read_idx(const std::filesystem::path& images, const std::filesystem
                       int classes = 0);
 // Reads CIFAR-10 binary batch files (each record: 1 label byte + 3072 pixel bytes, CHW).
 ArrayDataset read_cifar10(const std::vector<std::filesystem::path>& batches);
+
+// Whether idx files in `dir` are Fashion-MNIST, going by names alone (MNIST's files are the same
+// format): `dir` or its parent says "fashion" or "fmnist", in any case.  Decides the class names
+// of `faster export` and --flip auto.
+bool named_fashion_mnist(const std::filesystem::path& dir);
 
 // Whether `dir` holds a small dataset load_small_dataset reads (idx or CIFAR-10 files).
 bool is_small_dataset(const std::filesystem::path& dir);
