@@ -1,5 +1,6 @@
 // Resampler against references: a double-precision transcription of torchvision's crop-then-resize
-// (antialias=True, PIL's formulas) and OpenCV's INTER_AREA.
+// (antialias=True, PIL's formulas) and OpenCV's INTER_AREA; the store into a batch's slot against
+// its definition.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +9,7 @@
 
 #include "data/jpeg_fixtures.h"
 #include "faster/data/augment/resample.h"
+#include "faster/data/augment/store.h"
 
 #ifdef FASTER_HAVE_OPENCV
 #include <opencv2/imgproc.hpp>
@@ -73,6 +75,43 @@ TEST(Resample, AntialiasMatchesTorchvisionCropThenResize) {
 }
 
 // Pixels outside the region never influence the result (crop-then-resize semantics).
+// store_uint8 / store_float against their definition, pixel by pixel: output channel c of pixel
+// (x, y) is source pixel (flip ? W-1-x : x, y), channel c (a gray source's one channel for each),
+// at c*H*W + y*W + x (NCHW) or (y*W + x)*C + c (NHWC); odd widths, both layouts, both flips.
+TEST(Store, EveryLayoutFlipAndChannelCountMatchesItsDefinition) {
+  std::mt19937 rng(3);
+  const Normalization norm;
+  for (int width : {1, 7, 37, 224})
+    for (int in : {1, 3})
+      for (int out : {1, 3}) {
+        if (in == 3 && out == 1) continue;  // not a conversion store makes
+        const int height = 5;
+        std::vector<uint8_t> pixels(size_t(width) * height * in);
+        for (auto& v : pixels) v = static_cast<uint8_t>(rng());
+        const ImageView src{pixels.data(), width, height, in, size_t(width) * in};
+        for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
+          for (bool flip : {false, true}) {
+            SCOPED_TRACE(::testing::Message() << width << " px, " << in << " -> " << out
+                                              << (layout == Layout::kNCHW ? " nchw" : " nhwc")
+                                              << (flip ? " flipped" : ""));
+            std::vector<uint8_t> got(size_t(width) * height * out);
+            std::vector<float> got_float(got.size());
+            store_uint8(src, flip, layout, got.data(), out);
+            store_float(src, flip, layout, norm, got_float.data(), out);
+            for (int y = 0; y < height; ++y)
+              for (int x = 0; x < width; ++x)
+                for (int c = 0; c < out; ++c) {
+                  const int sx = flip ? width - 1 - x : x;
+                  const uint8_t want = pixels[(size_t(y) * width + sx) * in + (in == 1 ? 0 : c)];
+                  const size_t at = layout == Layout::kNCHW ? (size_t(c) * height + y) * width + x
+                                                            : (size_t(y) * width + x) * out + c;
+                  ASSERT_EQ(got[at], want) << x << "," << y << " channel " << c;
+                  ASSERT_NEAR(got_float[at], (want / 255.0 - norm.mean[c]) / norm.std[c], 1e-5);
+                }
+          }
+      }
+}
+
 TEST(Resample, NeverReadsOutsideTheRegion) {
   ImageBuffer img, a, b;
   test::photo(100, 80, img);

