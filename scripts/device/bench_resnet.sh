@@ -37,9 +37,11 @@ synth() {  # dir classes per_class val
   $FASTER synth --out "$1" --classes "$2" --images "$3" --val "$4" --seed 0 > "$out/synth-$(basename "$1").txt"
   touch "$1/.done-$2-$3-$4"
 }
-# train images/s of the last epoch of a faster --json report
-rate() { python3 -c "import json,sys; e=json.load(open(sys.argv[1]))['epochs'][-1]; \
-print('%.0f img/s (epoch %d: %.2fs train, %.2fs waiting for the loader, top-1 %s)' % (e['train_images']/e['train_seconds'], e['epoch'], e['train_seconds'], e['loader_wait_seconds'], e.get('test_accuracy')))" "$1"; }
+# train images/s of the last epoch of a faster --json report, and the loader's work per image
+# (its threads' busy time summed: CPU read + decode + augment per image, nvJPEG stage per GPU image)
+rate() { python3 -c "import json,sys; e=json.load(open(sys.argv[1]))['epochs'][-1]; l=e.get('loader', {}); \
+w=' loader %.3f ms/img CPU, %s' % (1e3*l['cpu_seconds']/l['images'], ('%.3f ms/img nvJPEG stage (%d images)' % (1e3*l['gpu_seconds']/l['gpu_images'], l['gpu_images'])) if l['gpu_images'] else 'no nvJPEG') if l else ''; \
+print('%.0f img/s (epoch %d: %.2fs train, %.2fs waiting for the loader, top-1 %s)%s' % (e['train_images']/e['train_seconds'], e['epoch'], e['train_seconds'], e['loader_wait_seconds'], e.get('test_accuracy'), w))" "$1"; }
 
 if [[ " $PHASES " == *" smoke "* ]]; then
   small=/tmp/faster-resnet-small

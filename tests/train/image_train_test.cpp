@@ -134,6 +134,12 @@ TEST(ImageTrain, LogsChartsResolutionScheduleAndEvalEvery) {
   EXPECT_FALSE(j["epochs"][0].contains("test_accuracy"));
   EXPECT_TRUE(j["epochs"][1].contains("test_accuracy"));
   EXPECT_TRUE(j["epochs"][2].contains("test_accuracy"));  // the last epoch always evaluates
+  for (const auto& e : j["epochs"]) {  // the loader's work: every training image, on the CPU
+    EXPECT_EQ(e["loader"]["images"], e["train_images"]);
+    EXPECT_EQ(e["loader"]["gpu_images"], 0);
+    EXPECT_GT(e["loader"]["cpu_seconds"].get<double>(), 0);
+    EXPECT_EQ(e["loader"]["gpu_seconds"].get<double>(), 0);
+  }
   std::ifstream lines(t / "log" / "metrics.jsonl");
   int epochs = 0;
   for (std::string line; std::getline(lines, line);)

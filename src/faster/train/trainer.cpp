@@ -45,6 +45,11 @@ nlohmann::json EpochStats::to_json() const {
                       {"lr", lr},
                       {"res", res},
                       {"process_seconds", process_seconds}};
+  if (loader_images > 0)
+    j["loader"] = {{"cpu_seconds", loader_cpu_seconds},
+                   {"gpu_seconds", loader_gpu_seconds},
+                   {"images", loader_images},
+                   {"gpu_images", loader_gpu_images}};
   if (evaluated) {
     j["test_loss"] = test_loss;
     j["test_accuracy"] = test_accuracy;
@@ -429,8 +434,8 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
     if (image_loader && o.res.res > 0) image_loader->set_size(res);
     stepper.start_epoch();
     model->train();
+    const data::LoaderStats before = image_loader ? image_loader->stats() : data::LoaderStats{};
     train_loader->start_epoch(epoch);
-    const double waited_before = image_loader ? image_loader->stats().wait_s : 0;
     const bool evaluate = val_loader && ((epoch + 1) % o.eval_every == 0 || epoch + 1 == o.epochs);
     double lr = 0;
     {
@@ -490,7 +495,15 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
       }
       e.seconds = timer.seconds();
       e.train_seconds = epoch_train_s;
-      if (image_loader) e.loader_wait_seconds = image_loader->stats().wait_s - waited_before;
+      if (image_loader) {
+        const data::LoaderStats now = image_loader->stats();
+        e.loader_wait_seconds = now.wait_s - before.wait_s;
+        e.loader_cpu_seconds = (now.read_s + now.decode_s + now.augment_s) -
+                               (before.read_s + before.decode_s + before.augment_s);
+        e.loader_gpu_seconds = now.gpu_s - before.gpu_s;
+        e.loader_images = now.images - before.images;
+        e.loader_gpu_images = now.gpu_images - before.gpu_images;
+      }
       e.lr = lr;
       e.res = res;
       e.process_seconds = process_seconds();

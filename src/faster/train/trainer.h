@@ -22,6 +22,11 @@ struct EpochStats {
   double seconds = 0;              // the whole epoch, evaluation included
   double train_seconds = 0;        // its training part
   double loader_wait_seconds = 0;  // of which the step waited for the training loader
+  // The training loader's work in the epoch (JPEG data; 0 otherwise), summed over its threads:
+  // its worker threads' read + decode + augment, and its nvJPEG stage threads' batches, with the
+  // images each did.  Per image, against `faster load` alone, they say which side slows down.
+  double loader_cpu_seconds = 0, loader_gpu_seconds = 0;
+  int64_t loader_images = 0, loader_gpu_images = 0;
   int64_t train_images = 0;
   double lr = 0;               // at the epoch's last step
   int res = 0;                 // training resolution (0: as stored)
