@@ -139,8 +139,6 @@ struct LoaderPlan {
   int val_res = 0, val_resize = 0;
 };
 
-// The model's channels (a gray array repeated into RGB), NHWC batches for a channels-last model
-// (JPEG data: the ring is laid out so), the decoder, the validation sizes.
 // --decode auto on a GPU: images of at most this many pixels (median) decode on the CPU.
 // Measured on one H200 with 16 cores (BENCHMARKS.md, "Which decoder"): `faster load` of the same
 // images downscaled to a short side of 32, 64 and 128 px ran 6.8x, 4.8x and 1.2x faster on the
@@ -148,6 +146,8 @@ struct LoaderPlan {
 // faster decoded on the CPU.
 constexpr int64_t kCpuDecodeMaxPixels = 160 * 160;
 
+// The model's channels (a gray array repeated into RGB), NHWC batches for a channels-last model
+// (JPEG data: the ring is laid out so), the decoder, the validation sizes.
 LoaderPlan plan_loaders(const TrainOptions& o, const TrainingData& d, int model_channels,
                         torch::Device device) {
   LoaderPlan plan;
