@@ -156,11 +156,17 @@ fs::path first_existing(const fs::path& dir, const std::string& stem) {
   return {};
 }
 
+// `dir` as an absolute path whose last component is the folder's name (a trailing separator
+// would leave it empty).
+fs::path named_folder(const fs::path& dir) {
+  fs::path d = fs::absolute(dir).lexically_normal();
+  return d.filename().empty() ? d.parent_path() : d;
+}
+
 }  // namespace
 
 bool named_fashion_mnist(const fs::path& dir) {
-  fs::path d = fs::absolute(dir).lexically_normal();
-  if (d.filename().empty()) d = d.parent_path();  // a trailing separator
+  const fs::path d = named_folder(dir);
   const auto says = [](const fs::path& p) {
     std::string name = p.filename().string();
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -210,9 +216,7 @@ TrainTest load_small_dataset(const fs::path& dir) {
   }
   tt.train.classes = tt.test.classes = std::max(tt.train.classes, tt.test.classes);
   if (tt.train.classes < 2) FASTER_THROW(dir.string(), ": the labels name fewer than 2 classes");
-  fs::path folder = fs::absolute(dir).lexically_normal();
-  if (folder.filename().empty()) folder = folder.parent_path();  // a trailing separator
-  const std::string base = tt.format == "idx" ? folder.filename().string() : "cifar10";
+  const std::string base = tt.format == "idx" ? named_folder(dir).filename().string() : "cifar10";
   tt.train.name = base + "/train";
   tt.test.name = base + "/test";
   tt.train.fashion_mnist = tt.test.fashion_mnist = tt.format == "idx" && named_fashion_mnist(dir);
