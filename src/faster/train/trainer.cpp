@@ -304,11 +304,10 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   // --prewarm: the data is read (and unzipped) while CUDA, cuDNN and cuBLAS start.
   nlohmann::json setup = {{"start_s", process_seconds()}};
   std::future<TrainingData> reading;
-  if (o.prewarm)
+  if (o.prewarm) {
     reading = std::async(std::launch::async, [&o] {
       return open_training_data(o.data, o.val_data, o.train_limit, o.test_limit);
     });
-  if (o.prewarm) {
     warm_up_device(device, o.precision, o.channels_last);
     setup["device_ready_s"] = process_seconds();
   }
@@ -498,8 +497,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
       if (image_loader) {
         const data::LoaderStats now = image_loader->stats();
         e.loader_wait_seconds = now.wait_s - before.wait_s;
-        e.loader_cpu_seconds = (now.read_s + now.decode_s + now.augment_s) -
-                               (before.read_s + before.decode_s + before.augment_s);
+        e.loader_cpu_seconds = now.worker_s() - before.worker_s();
         e.loader_gpu_seconds = now.gpu_s - before.gpu_s;
         e.loader_images = now.images - before.images;
         e.loader_gpu_images = now.gpu_images - before.gpu_images;

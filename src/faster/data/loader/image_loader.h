@@ -42,6 +42,7 @@ int64_t median_jpeg_pixels(const Source& source, int samples = 15);
 // consumer (copy: host->device and device normalize; wait: blocked waiting for workers).
 struct LoaderStats {
   double read_s = 0, decode_s = 0, augment_s = 0, copy_s = 0, wait_s = 0;
+  double worker_s() const { return read_s + decode_s + augment_s; }  // the worker threads' share
   // nvJPEG: time the GPU stage threads spent on their batches (summed), and the images they did.
   double gpu_s = 0;
   int64_t gpu_images = 0;
