@@ -182,19 +182,15 @@ nlohmann::json tta_json(const TtaRow& row) {
 std::string tta_chart_svg(const TtaRow& row) {
   ChartPanel panel{"test accuracy (%)", {}};
   double last = 0;
-  for (const auto& r : row.runs) {
-    if (r.curve.empty()) continue;
-    ChartSeries s{"faster seed " + std::to_string(r.seed), {}};
-    for (const auto& p : r.curve) s.points.emplace_back(p.seconds, p.accuracy);
-    last = std::max(last, r.curve.back().seconds);
-    panel.series.push_back(s);
-  }
-  if (!row.peer.empty()) {
-    ChartSeries s{"peer", {}};
-    for (const auto& p : row.peer) s.points.emplace_back(p.seconds, p.accuracy);
-    last = std::max(last, row.peer.back().seconds);
-    panel.series.push_back(s);
-  }
+  const auto add = [&](std::string name, const std::vector<CurvePoint>& curve) {
+    if (curve.empty()) return;
+    ChartSeries s{std::move(name), {}};
+    for (const auto& p : curve) s.points.emplace_back(p.seconds, p.accuracy);
+    last = std::max(last, curve.back().seconds);
+    panel.series.push_back(std::move(s));
+  };
+  for (const auto& r : row.runs) add("faster seed " + std::to_string(r.seed), r.curve);
+  add("peer", row.peer);
   char name[32];
   std::snprintf(name, sizeof name, "target %g %%", row.target);
   panel.series.push_back({name, {{0.0, row.target}, {last, row.target}}});
