@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "faster/core/error.h"
 #include "faster/core/hot_loop.h"
@@ -26,7 +27,6 @@ float triangle(double x) {
 
 // Four floats in one SSE/NEON register (GCC/Clang vector extension, portable across CPUs).
 typedef float Float4 __attribute__((vector_size(16)));
-typedef int Int4 __attribute__((vector_size(16)));
 
 inline Float4 load4(const float* p) {
   Float4 v;
@@ -38,27 +38,63 @@ inline Float4 load4(const float* p) {
 // (x relative to its start), `in_stride` floats apart.  A pixel's three channels are one 4-lane
 // multiply-add per tap; the 4th lane reads the next pixel's red (or the row's padding float) and
 // is discarded.  Two rows share each pixel's weights and loop: 1.25-1.45x one row at a time.
-template <int kRows>
+// Every pixel runs the same `taps` (the most any pixel has; the others' extra weights are zero and
+// read finite floats past their taps, so the sums are unchanged): a loop whose length varies from
+// pixel to pixel mispredicts its exit at every other pixel.  The sums go to `line` (each pixel's
+// 4th lane overwritten by the next pixel) and are rounded to bytes a whole row at a time: per
+// pixel, extracting three lanes and storing them byte by byte cost as much as the taps.  kTaps > 0
+// fixes the tap count at compile time (the loop unrolled), 0 takes `taps`.
+template <int kRows, int kTaps>
 FASTER_HOT_LOOP void horizontal_rows_rgb(const float* __restrict in, size_t in_stride, int out_w,
-                                         const int* first, const int* count, const float* weights,
-                                         int max_taps, uint8_t* __restrict out, size_t out_stride) {
-  const Float4 lo = {0, 0, 0, 0}, hi = {255, 255, 255, 255}, half = {0.5f, 0.5f, 0.5f, 0.5f};
+                                         const int* first, int taps, const float* weights,
+                                         int max_taps, float* __restrict line,
+                                         uint8_t* __restrict out, size_t out_stride) {
+  const Float4 half = {0.5f, 0.5f, 0.5f, 0.5f};
+  const size_t line_stride = static_cast<size_t>(out_w) * 3 + 1;
+  if (kTaps > 0) taps = kTaps;
   for (int x = 0; x < out_w; ++x) {
     const float* p = in + first[x] * 3;
     const float* w = weights + x * max_taps;
     Float4 acc[kRows];
     for (int r = 0; r < kRows; ++r) acc[r] = half;
-    for (int k = 0; k < count[x]; ++k)
+    for (int k = 0; k < taps; ++k)
       for (int r = 0; r < kRows; ++r) acc[r] += w[k] * load4(p + r * in_stride + 3 * k);
-    for (int r = 0; r < kRows; ++r) {
-      Float4 a = acc[r] < lo ? lo : acc[r];
-      a = a > hi ? hi : a;
-      const Int4 v = __builtin_convertvector(a, Int4);  // truncation; a already has + 0.5
-      uint8_t* o = out + r * out_stride + x * 3;
-      o[0] = static_cast<uint8_t>(v[0]);
-      o[1] = static_cast<uint8_t>(v[1]);
-      o[2] = static_cast<uint8_t>(v[2]);
-    }
+    for (int r = 0; r < kRows; ++r) std::memcpy(line + r * line_stride + x * 3, &acc[r], 16);
+  }
+  for (int r = 0; r < kRows; ++r) {
+    const float* __restrict l = line + r * line_stride;
+    uint8_t* __restrict o = out + r * out_stride;
+    for (int i = 0; i < out_w * 3; ++i)  // truncation: the sums already have + 0.5
+      o[i] = static_cast<uint8_t>(static_cast<int>(std::min(std::max(l[i], 0.0f), 255.0f)));
+  }
+}
+
+// horizontal_rows_rgb with the tap counts of downscales up to about 3x unrolled.
+template <int kRows>
+void horizontal_rows_rgb_any(const float* in, size_t in_stride, int out_w, const int* first,
+                             int taps, const float* weights, int max_taps, float* line,
+                             uint8_t* out, size_t out_stride) {
+  auto run = [&](auto fixed) {
+    horizontal_rows_rgb<kRows, decltype(fixed)::value>(in, in_stride, out_w, first, taps, weights,
+                                                       max_taps, line, out, out_stride);
+  };
+  switch (taps) {
+    case 2:
+      return run(std::integral_constant<int, 2>());
+    case 3:
+      return run(std::integral_constant<int, 3>());
+    case 4:
+      return run(std::integral_constant<int, 4>());
+    case 5:
+      return run(std::integral_constant<int, 5>());
+    case 6:
+      return run(std::integral_constant<int, 6>());
+    case 7:
+      return run(std::integral_constant<int, 7>());
+    case 8:
+      return run(std::integral_constant<int, 8>());
+    default:
+      return run(std::integral_constant<int, 0>());
   }
 }
 
@@ -75,12 +111,28 @@ void horizontal_row_any(const float* in, int channels, int out_w, const int* fir
   }
 }
 
-// acc[j] = sum_k w[k] * rows[k][j]: contiguous, so the compiler vectorizes it.
+// acc[j] = sum_k w[k] * rows[k][j]: contiguous, so the compiler vectorizes it.  Two taps per pass
+// over acc (half the loads and stores of it), added in the same order as one at a time.
 FASTER_HOT_LOOP void vertical_row(const uint8_t* const* rows, const float* w, int taps, size_t n,
                                   float* __restrict acc) {
   const uint8_t* __restrict r0 = rows[0];
-  for (size_t j = 0; j < n; ++j) acc[j] = w[0] * r0[j];
-  for (int k = 1; k < taps; ++k) {
+  const float w0 = w[0];
+  int k = 1;
+  if (taps >= 2) {
+    const uint8_t* __restrict r1 = rows[1];
+    const float w1 = w[1];
+    for (size_t j = 0; j < n; ++j) acc[j] = w0 * r0[j] + w1 * r1[j];
+    k = 2;
+  } else {
+    for (size_t j = 0; j < n; ++j) acc[j] = w0 * r0[j];
+  }
+  for (; k + 1 < taps; k += 2) {
+    const uint8_t* __restrict ra = rows[k];
+    const uint8_t* __restrict rb = rows[k + 1];
+    const float wa = w[k], wb = w[k + 1];
+    for (size_t j = 0; j < n; ++j) acc[j] = (acc[j] + wa * ra[j]) + wb * rb[j];
+  }
+  if (k < taps) {
     const uint8_t* __restrict r = rows[k];
     const float wk = w[k];
     for (size_t j = 0; j < n; ++j) acc[j] += wk * r[j];
@@ -151,8 +203,10 @@ void Resampler::resample(const ImageView& src, const RegionF& r, const MutableIm
   const int C = src.channels;
   const int in_w = std::max(x_hi, x_lo + 1) - x_lo;
   const size_t row_len = static_cast<size_t>(in_w) * C;
-  const size_t need = row_len * dst.height + 1;  // + 1: the RGB pass reads one float past a row
-  if (rows_.size() < need) rows_.resize(need);   // grows only: no refill per call
+  // Past the last row: the RGB pass's 4th lane and its zero-weight taps (finite floats: zeros when
+  // the buffer grows, earlier rows after).
+  const size_t need = row_len * dst.height + 3 * horizontal_.max_taps + 1;
+  if (rows_.size() < need) rows_.resize(need);  // grows only: no refill per call
   const auto& v = vertical_;
   const uint8_t* taps[kMaxVerticalTaps];
   FASTER_CHECK(v.max_taps <= kMaxVerticalTaps, "resample: downscale factor too large");
@@ -163,6 +217,8 @@ void Resampler::resample(const ImageView& src, const RegionF& r, const MutableIm
   }
   auto& h = horizontal_;
   for (int& f : h.first) f -= x_lo;  // relative to the region's first column
+  const int h_taps = *std::max_element(h.count.begin(), h.count.end());
+  line_.resize(2 * (static_cast<size_t>(dst.width) * 3 + 1));
   for (int y = 0; y < dst.height;) {
     const float* in = rows_.data() + y * row_len;
     const int* first = h.first.data();
@@ -171,12 +227,12 @@ void Resampler::resample(const ImageView& src, const RegionF& r, const MutableIm
                          dst.row(y));
       y += 1;
     } else if (y + 1 < dst.height) {
-      horizontal_rows_rgb<2>(in, row_len, dst.width, first, h.count.data(), h.weights.data(),
-                             h.max_taps, dst.row(y), dst.stride);
+      horizontal_rows_rgb_any<2>(in, row_len, dst.width, first, h_taps, h.weights.data(),
+                                 h.max_taps, line_.data(), dst.row(y), dst.stride);
       y += 2;
     } else {
-      horizontal_rows_rgb<1>(in, row_len, dst.width, first, h.count.data(), h.weights.data(),
-                             h.max_taps, dst.row(y), dst.stride);
+      horizontal_rows_rgb_any<1>(in, row_len, dst.width, first, h_taps, h.weights.data(),
+                                 h.max_taps, line_.data(), dst.row(y), dst.stride);
       y += 1;
     }
   }

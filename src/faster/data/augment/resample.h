@@ -40,6 +40,7 @@ class Resampler {
 
   Axis horizontal_, vertical_;
   std::vector<float> rows_;  // vertically resampled region rows, float to avoid double rounding
+  std::vector<float> line_;  // two output rows' sums before rounding
 };
 
 }  // namespace faster::data
