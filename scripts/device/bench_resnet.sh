@@ -12,8 +12,9 @@
 # Environment: FASTER (default build-cuda/faster), PHASES, ROOT, CLASSES, PER_CLASS, RUNS, MODELS,
 #              EPOCHS (speed runs), VARIANTS (';'-separated extra faster flags, one run each per
 #              round), SPEED_FLAGS (for all), PEER=0 / PEER_SYNTHETIC=0 (skip the peer runs),
-#              PEER_AMP (peer precision flags), ACC_* as above (ACC_DATA="jpeg idx": the data
-#              each configuration trains on; FIXRES=0 skips the FixRes evaluations), GPU_DEFAULT=1
+#              PEER_AMP (peer precision flags), FLOOR=0 (skip the decode floor), ACC_* as above
+#              (ACC_DATA="jpeg idx": the data each configuration trains on; FIXRES=0 skips the
+#              FixRes evaluations), GPU_DEFAULT=1
 #              (also run `faster train` with no flags, the README's job).
 set -uo pipefail
 peers=$1 fmnist=$2 out=$3
@@ -70,8 +71,10 @@ fi
 
 if [[ " $PHASES " == *" speed "* ]]; then
   synth "$ROOT" "$CLASSES" "$PER_CLASS" 10
-  echo "== decode floor"
-  $FASTER load "$ROOT/train" --decode-only --floor-images 500 --json "$out/floor.json" | tail -2
+  if [ "${FLOOR:-1}" = 1 ]; then
+    echo "== decode floor"
+    $FASTER load "$ROOT/train" --decode-only --floor-images 500 --json "$out/floor.json" | tail -2
+  fi
   IFS=';' read -r -a variants <<< "${VARIANTS:- }"
   for model in $MODELS; do
     for i in $(seq "$RUNS"); do
