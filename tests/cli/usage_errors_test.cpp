@@ -69,6 +69,7 @@ TEST(UsageErrors, TrainRangesAndCombinations) {
       {t + " --label-smoothing 1", "--label-smoothing must be in [0, 1)"},
       {t + " --ema 1.5", "--ema must be in (0, 1)"},
       {t + " --cpu-share 2", "--cpu-share must be between 0 and 1 (got 2)"},
+      {t + " --nvjpeg-threads 0", "--nvjpeg-threads must be between 1 and 64"},
       {t + " --eval-every 0", "--eval-every must be at least 1"},
       {t + " --crop-scale 0", "--crop-scale must be in (0, 1]"},
       {t + " --val-res 4", "--val-res must be between 8 and 4096"},

@@ -69,14 +69,7 @@ void add_load(CLI::App& root, int& exit_code) {
                   "Decoder: cpu (libjpeg-turbo in the worker threads) or nvjpeg (batched on the "
                   "GPU: its hardware JPEG decoder where it has one; crop, resize and flip there "
                   "too; progressive, CMYK and truncated files still go to the CPU)");
-  cmd->add_option("--cpu-share", o.cpu_share,
-                  "With --decode nvjpeg: the fraction of images the worker threads decode on the "
-                  "CPU anyway, beside the GPU (0-1)")
-      ->capture_default_str();
-  cmd->add_option("--nvjpeg-threads", o.gpu_stages,
-                  "With --decode nvjpeg: threads feeding the GPU decoder, each with its own nvJPEG "
-                  "state, so one batch decodes while the next is submitted")
-      ->capture_default_str();
+  add_nvjpeg_options(cmd, o.cpu_share, o.gpu_stages);
   cmd->add_option("--size", o.size, "Train crop output side (random-resized-crop + flip)")
       ->capture_default_str();
   cmd->add_flag("--val", f->val, "Validation transform: resize shorter side, then center crop");

@@ -143,10 +143,7 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
                   "JPEG decoding: cpu (libjpeg-turbo in the loader threads), nvjpeg (the GPU's "
                   "JPEG engines) or auto (nvjpeg on a GPU, cpu for images of at most 160x160 "
                   "pixels, where nvJPEG's cost per image outweighs it)");
-  cmd->add_option("--cpu-share", o.cpu_share,
-                  "With nvJPEG: the share of images the loader threads decode on the CPU anyway, "
-                  "beside the GPU's JPEG engines (0-1)")
-      ->capture_default_str();
+  add_nvjpeg_options(cmd, o.cpu_share, o.nvjpeg_threads);
   add_enum_option(cmd, "--on-bad-image", o.on_bad_image, data::kBadImageNames,
                   "A corrupt or unreadable image: skip (replace it by the next one, count and "
                   "report it) or fail (stop with its name)");

@@ -92,6 +92,18 @@ int run_command_line(int argc, char** argv) {
   return exit_code;
 }
 
+void add_nvjpeg_options(CLI::App* cmd, double& cpu_share, int& threads) {
+  cmd->add_option("--cpu-share", cpu_share,
+                  "With nvJPEG: the share of images the loader threads decode on the CPU anyway, "
+                  "beside the GPU's JPEG engines (0-1)")
+      ->capture_default_str();
+  cmd->add_option(
+         "--nvjpeg-threads", threads,
+         "With nvJPEG: threads feeding the GPU decoder, each with its own nvJPEG state and "
+         "one batch in flight (more hide the decode's latency while the GPU trains)")
+      ->capture_default_str();
+}
+
 std::string self_exe() {
   return (program_dir() / FASTER_PROGRAM).string();
 }

@@ -69,6 +69,10 @@ CLI::Option* add_enum_option(CLI::App* cmd, const std::string& flag, E& value,
       ->default_str(enum_name(table, value));
 }
 
+// The nvJPEG loader's two knobs, as `faster load` and `faster train` both take them: --cpu-share
+// (images the CPU threads decode anyway) and --nvjpeg-threads (batches in flight on the GPU).
+void add_nvjpeg_options(CLI::App* cmd, double& cpu_share, int& threads);
+
 // Path of the `faster` program (to start more of it: bench runs, DDP ranks); in faster-torch, the
 // `faster` beside it, so that the new processes show as `faster train ...` like the first.
 std::string self_exe();

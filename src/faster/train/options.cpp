@@ -170,6 +170,7 @@ void validate(const TrainOptions& o) {
   if (!(o.ema_decay == 0 || (o.ema_decay > 0 && o.ema_decay < 1)))
     FASTER_USAGE_ERROR("--ema must be in (0, 1) (got ", o.ema_decay, ")");
   check_range("--cpu-share", o.cpu_share, 0, 1);
+  check_range("--nvjpeg-threads", o.nvjpeg_threads, 1, 64);
   check_at_least("--eval-every", o.eval_every, 1);
   check_range("--translate", o.translate, 0, 16);
   if (!(o.crop_scale_min > 0 && o.crop_scale_min <= 1))
@@ -248,6 +249,7 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"prewarm", o.prewarm},
           {"decode", enum_name(kDecodeChoices, o.decode)},
           {"cpu_share", o.cpu_share},
+          {"nvjpeg_threads", o.nvjpeg_threads},
           {"blocks", o.blocks},
           {"filters", o.filters},
           {"seed", o.seed},

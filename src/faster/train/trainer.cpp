@@ -201,6 +201,7 @@ std::unique_ptr<data::Loader> make_loader(const TrainOptions& o, const TrainingD
   lo.val_resize = plan.val_resize;
   lo.decode = d.arrays() ? data::DecodeOn::kCpu : plan.decode;
   lo.cpu_share = o.cpu_share;
+  lo.gpu_stages = o.nvjpeg_threads;
   if (train && o.loader == LoaderKind::kSynthetic) {
     data::SyntheticData s;
     s.samples = d.train->size();
