@@ -48,6 +48,9 @@ nlohmann::json EpochStats::to_json() const {
   if (loader_images > 0)
     j["loader"] = {{"cpu_seconds", loader_cpu_seconds},
                    {"gpu_seconds", loader_gpu_seconds},
+                   {"gpu_parse_seconds", loader_gpu_parse_seconds},
+                   {"gpu_call_seconds", loader_gpu_call_seconds},
+                   {"gpu_wait_seconds", loader_gpu_wait_seconds},
                    {"images", loader_images},
                    {"gpu_images", loader_gpu_images}};
   if (evaluated) {
@@ -500,6 +503,9 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
         e.loader_wait_seconds = now.wait_s - before.wait_s;
         e.loader_cpu_seconds = now.worker_s() - before.worker_s();
         e.loader_gpu_seconds = now.gpu_s - before.gpu_s;
+        e.loader_gpu_parse_seconds = now.gpu_parse_s - before.gpu_parse_s;
+        e.loader_gpu_call_seconds = now.gpu_call_s - before.gpu_call_s;
+        e.loader_gpu_wait_seconds = now.gpu_wait_s - before.gpu_wait_s;
         e.loader_images = now.images - before.images;
         e.loader_gpu_images = now.gpu_images - before.gpu_images;
       }

@@ -26,6 +26,8 @@ struct EpochStats {
   // its worker threads' read + decode + augment, and its nvJPEG stage threads' batches, with the
   // images each did.  Per image, against `faster load` alone, they say which side slows down.
   double loader_cpu_seconds = 0, loader_gpu_seconds = 0;
+  // Of loader_gpu_seconds: checking headers, in nvJPEG's calls, waiting for the GPU.
+  double loader_gpu_parse_seconds = 0, loader_gpu_call_seconds = 0, loader_gpu_wait_seconds = 0;
   int64_t loader_images = 0, loader_gpu_images = 0;
   int64_t train_images = 0;
   double lr = 0;               // at the epoch's last step

@@ -15,6 +15,8 @@
 #include <nvjpeg.h>
 
 #include <algorithm>
+#include <chrono>
+#include <utility>
 
 #include "faster/core/cuda_check.h"
 #include "faster/core/error.h"
@@ -27,6 +29,19 @@ namespace {
 constexpr size_t kAlign = 256;
 size_t aligned(size_t n) {
   return (n + kAlign - 1) / kAlign * kAlign;
+}
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Synchronizes `stream`, adding the time waited to `wait_ns`.
+void synchronize(cudaStream_t stream, int64_t& wait_ns, const char* what) {
+  const int64_t t0 = now_ns();
+  FASTER_CHECK_CUDA(cudaStreamSynchronize(stream), what);
+  wait_ns += now_ns() - t0;
 }
 
 }  // namespace
@@ -48,6 +63,7 @@ struct NvjpegDecoder::Impl {
   std::vector<size_t> offsets;
   std::vector<int> taken;
   std::vector<GpuCrop> host_crops;
+  NvjpegTiming timing;
 
   Impl(torch::Device d)
       : device(d), stream(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, d.index())) {}
@@ -116,6 +132,7 @@ torch::Tensor NvjpegDecoder::decode(const std::vector<GpuJpeg>& jobs, int batch,
   torch::Tensor out = torch::empty(batch_shape(layout, batch, 3, size, size),
                                    torch::TensorOptions().dtype(torch::kUInt8).device(m.device));
   refused.clear();
+  const int64_t t0 = now_ns();
 
   // Which images nvJPEG takes (the header as nvJPEG reads it must agree with ours), and where each
   // goes in the arena.
@@ -142,6 +159,8 @@ torch::Tensor NvjpegDecoder::decode(const std::vector<GpuJpeg>& jobs, int batch,
     total += aligned(static_cast<size_t>(j.width) * 3 * j.height);
   }
   const int n = static_cast<int>(m.taken.size());
+  const int64_t t1 = now_ns();
+  m.timing.parse_ns += t1 - t0;
   if (n == 0) return out;
 
   m.reserve(m.arena, total);
@@ -163,24 +182,27 @@ torch::Tensor NvjpegDecoder::decode(const std::vector<GpuJpeg>& jobs, int batch,
     c.position = j.position;
   }
   cudaStream_t stream = m.stream.stream();
+  // Before the decode: a copy from pageable memory first waits for the stream's earlier work (here
+  // none), and returns once staged, so host_crops may be reused right away.
+  m.reserve(m.crops, sizeof(GpuCrop) * n);
+  auto* crops = reinterpret_cast<GpuCrop*>(m.crops.data_ptr<uint8_t>());
+  FASTER_CHECK_CUDA(cudaMemcpyAsync(crops, m.host_crops.data(), sizeof(GpuCrop) * n,
+                                    cudaMemcpyHostToDevice, stream),
+                    "copy of crop records");
   nvjpegStatus_t s = nvjpegDecodeBatchedInitialize(m.handle, m.state, n, 1, NVJPEG_OUTPUT_RGBI);
   if (s == NVJPEG_STATUS_SUCCESS)
     s = nvjpegDecodeBatched(m.handle, m.state, m.data.data(), m.lengths.data(), m.images.data(),
                             stream);
   if (s != NVJPEG_STATUS_SUCCESS) {  // no per-image status: the CPU redoes the whole batch
-    FASTER_CHECK_CUDA(cudaStreamSynchronize(stream), "synchronize after a failed nvJPEG batch");
+    m.timing.call_ns += now_ns() - t1;
+    synchronize(stream, m.timing.wait_ns, "synchronize after a failed nvJPEG batch");
     for (int i : m.taken) refused.push_back(i);
     std::sort(refused.begin(), refused.end());
     return out;
   }
-  m.reserve(m.crops, sizeof(GpuCrop) * n);
-  auto* crops = reinterpret_cast<GpuCrop*>(m.crops.data_ptr<uint8_t>());
-  // From pageable memory: returns once staged, so host_crops may be reused right away.
-  FASTER_CHECK_CUDA(cudaMemcpyAsync(crops, m.host_crops.data(), sizeof(GpuCrop) * n,
-                                    cudaMemcpyHostToDevice, stream),
-                    "copy of crop records");
   crop_resize_gpu(crops, n, size, layout == Layout::kNCHW, out.data_ptr<uint8_t>(), stream);
-  FASTER_CHECK_CUDA(cudaStreamSynchronize(stream), "nvJPEG decode and resize");
+  m.timing.call_ns += now_ns() - t1;
+  synchronize(stream, m.timing.wait_ns, "nvJPEG decode and resize");
   return out;  // refused is in ascending order: filled by the loop above
 }
 
@@ -190,8 +212,14 @@ void NvjpegDecoder::upload(const torch::Tensor& host, const std::vector<int>& po
   Impl& m = *impl_;
   c10::cuda::CUDAGuard guard(m.device);
   c10::cuda::CUDAStreamGuard on_stream(m.stream);
+  const int64_t t0 = now_ns();
   for (int p : positions) out[p].copy_(host[p], /*non_blocking=*/true);
-  FASTER_CHECK_CUDA(cudaStreamSynchronize(m.stream.stream()), "upload of CPU-decoded images");
+  m.timing.call_ns += now_ns() - t0;
+  synchronize(m.stream.stream(), m.timing.wait_ns, "upload of CPU-decoded images");
+}
+
+NvjpegTiming NvjpegDecoder::take_timing() {
+  return std::exchange(impl_->timing, NvjpegTiming{});
 }
 
 void NvjpegDecoder::record_use(const torch::Tensor& t) {

@@ -399,6 +399,8 @@ void ImageLoader::run_stage(Stage& st, Slot& slot) {
   }
   st.decoder.upload(slot.images, st.uploads, out);
   slot.device_images = out;
+  const NvjpegTiming timing = st.decoder.take_timing();
+  gpu_parse_ns_ += timing.parse_ns, gpu_call_ns_ += timing.call_ns, gpu_wait_ns_ += timing.wait_ns;
   gpu_ns_ += now_ns() - t0;
   const int64_t done = static_cast<int64_t>(st.jobs.size() - st.refused.size());
   gpu_images_ += done;
@@ -552,6 +554,8 @@ LoaderStats ImageLoader::stats() const {
   s.read_s = read_ns_ * 1e-9, s.decode_s = decode_ns_ * 1e-9, s.augment_s = augment_ns_ * 1e-9;
   s.copy_s = copy_s_, s.wait_s = wait_s_;
   s.gpu_s = gpu_ns_ * 1e-9, s.gpu_images = gpu_images_;
+  s.gpu_parse_s = gpu_parse_ns_ * 1e-9, s.gpu_call_s = gpu_call_ns_ * 1e-9;
+  s.gpu_wait_s = gpu_wait_ns_ * 1e-9;
   s.images = images_, s.bytes = bytes_, s.skipped = skipped_, s.decoded_pixels = pixels_;
   s.skipped_names = skipped_names_;
   return s;
@@ -564,7 +568,7 @@ void ImageLoader::reset_stats() {
 
 void ImageLoader::reset_stats_locked() {
   read_ns_ = decode_ns_ = augment_ns_ = bytes_ = images_ = skipped_ = pixels_ = 0;
-  gpu_ns_ = gpu_images_ = 0;
+  gpu_ns_ = gpu_images_ = gpu_parse_ns_ = gpu_call_ns_ = gpu_wait_ns_ = 0;
   copy_s_ = wait_s_ = 0;
   skipped_names_.clear();
 }

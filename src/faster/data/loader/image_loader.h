@@ -43,8 +43,10 @@ int64_t median_jpeg_pixels(const Source& source, int samples = 15);
 struct LoaderStats {
   double read_s = 0, decode_s = 0, augment_s = 0, copy_s = 0, wait_s = 0;
   double worker_s() const { return read_s + decode_s + augment_s; }  // the worker threads' share
-  // nvJPEG: time the GPU stage threads spent on their batches (summed), and the images they did.
-  double gpu_s = 0;
+  // nvJPEG: time the GPU stage threads spent on their batches (summed), and the images they did;
+  // of that time, checking headers, in nvJPEG's calls and kernel launches, and waiting for the GPU
+  // (the rest: the CPU decoding the images nvJPEG refused).
+  double gpu_s = 0, gpu_parse_s = 0, gpu_call_s = 0, gpu_wait_s = 0;
   int64_t gpu_images = 0;
   // skipped: bad images met at their own place in the epoch's order (each once per epoch), not
   // counting bad images tried again as replacements.
@@ -152,7 +154,8 @@ class ImageLoader : public Loader {
   std::vector<std::thread> stage_threads_;
   std::condition_variable stage_cv_;
   std::atomic<int64_t> read_ns_{0}, decode_ns_{0}, augment_ns_{0}, bytes_{0}, images_{0},
-      skipped_{0}, pixels_{0}, gpu_ns_{0}, gpu_images_{0};
+      skipped_{0}, pixels_{0}, gpu_ns_{0}, gpu_images_{0}, gpu_parse_ns_{0}, gpu_call_ns_{0},
+      gpu_wait_ns_{0};
   double copy_s_ = 0, wait_s_ = 0;
   std::vector<std::string> skipped_names_;
 };

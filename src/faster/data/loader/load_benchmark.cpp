@@ -150,6 +150,11 @@ void print_load_report(const LoadReport& r, bool decode_only) {
   std::printf("%-8s %12s %22s\n", "stage", "ms/img", "img/s (all workers)");
   for (const auto& row : r.stage_rows())
     std::printf("%-8s %12.3f %22.0f%s\n", row.name, row.ms_per_image, row.rate, row.note);
+  if (s.gpu_s > 0)
+    std::printf(
+        "GPU stage: %.0f %% checking headers, %.0f %% in nvJPEG's calls, %.0f %% waiting for "
+        "the GPU\n",
+        100 * s.gpu_parse_s / s.gpu_s, 100 * s.gpu_call_s / s.gpu_s, 100 * s.gpu_wait_s / s.gpu_s);
   std::printf("waiting for workers: %.2f s of %.2f s; bottleneck: %s\n", s.wait_s, r.seconds,
               r.bottleneck.c_str());
   std::printf("bad images skipped: %lld\n", static_cast<long long>(r.skipped));
@@ -178,7 +183,10 @@ nlohmann::json to_json(const LoadReport& r) {
             {"augment", s.augment_s},
             {"copy", s.copy_s},
             {"wait", s.wait_s},
-            {"gpu", s.gpu_s}}},
+            {"gpu", s.gpu_s},
+            {"gpu_parse", s.gpu_parse_s},
+            {"gpu_call", s.gpu_call_s},
+            {"gpu_wait", s.gpu_wait_s}}},
           {"gpu_images", s.gpu_images},
           {"gpu_stages", r.gpu_stages},
           {"bottleneck", r.bottleneck},
