@@ -59,14 +59,7 @@ Stepper::Stepper(models::Model model, const TrainOptions& o, torch::Device devic
   eval_loss_sum_ = torch::zeros({}, f);
   top1_ = torch::zeros({}, f.dtype(torch::kLong));
   top5_ = torch::zeros({}, f.dtype(torch::kLong));
-  const auto per_channel = [&](const float* v) {
-    return torch::tensor(std::vector<float>(v, v + channels))
-        .mul(255)
-        .view({1, channels, 1, 1})
-        .to(device);
-  };
-  mean_ = per_channel(norm.mean);
-  std_ = per_channel(norm.std);
+  normalize_ = data::PixelNormalizer(norm, channels, data::Layout::kNCHW, device);
   if (o.precision == Precision::kFloat16) scaler_.emplace(device);
   if (o.ema_decay > 0) ema_.emplace(sgd_.flat_params(), model_->buffers(), o.ema_decay);
 }
@@ -166,7 +159,7 @@ void Stepper::warm_up(const data::Batch& train, const data::Batch& eval) {
 // uint8 pixels -> (x / 255 - mean) / std as float, in the model's memory format.
 torch::Tensor Stepper::prepare(const torch::Tensor& x) const {
   auto t = input_nhwc_ ? x.permute({0, 3, 1, 2}) : x;  // NHWC data: an NCHW view, channels last
-  if (t.scalar_type() == torch::kByte) t = t.to(torch::kFloat).sub_(mean_).div_(std_);
+  if (t.scalar_type() == torch::kByte) t = normalize_(t);
   return o_.channels_last ? t.contiguous(torch::MemoryFormat::ChannelsLast) : t.contiguous();
 }
 

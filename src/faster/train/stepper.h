@@ -91,7 +91,7 @@ class Stepper {
   std::optional<GradScaler> scaler_;
   std::optional<WeightEma> ema_;
   std::unique_ptr<Captured> train_graph_, eval_graph_;
-  torch::Tensor mean_, std_;  // [1, C, 1, 1] float, of pixel values 0..255
+  data::PixelNormalizer normalize_;  // uint8 batches, NCHW
   bool input_nhwc_;
   torch::Tensor loss_sum_, eval_loss_sum_, top1_, top5_;
   std::vector<torch::Device> dp_devices_;

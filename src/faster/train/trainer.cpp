@@ -237,14 +237,7 @@ torch::Tensor first_images(const data::ArrayDataset& a, int64_t n, const data::N
   n = std::min(n, a.n);
   const auto u8 = torch::from_blob(const_cast<uint8_t*>(a.images.data()),
                                    {n, a.channels, a.height, a.width}, torch::kUInt8);
-  const auto per_channel = [&](const float* v) {
-    return torch::tensor(std::vector<float>(v, v + a.channels)).view({1, a.channels, 1, 1});
-  };
-  return u8.to(device)
-      .to(torch::kFloat)
-      .div_(255)
-      .sub_(per_channel(norm.mean).to(device))
-      .div_(per_channel(norm.std).to(device));
+  return data::PixelNormalizer(norm, a.channels, data::Layout::kNCHW, device)(u8.to(device));
 }
 
 // A full-size batch of `loader`'s first epoch, for the step warm-up (its sampler order, so no

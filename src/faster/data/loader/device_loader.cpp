@@ -2,7 +2,8 @@
 // epoch's permutation is uploaded once, and a batch is one gather on the device (with a shift and
 // flip, the dataset is stored padded and the whole epoch is augmented in one pass when it starts, a
 // few kernels per epoch, so a batch is then a slice); and the synthetic loader, one random batch
-// made on the device and delivered at every step (the model alone).
+// made on the device and delivered at every step (the model alone).  Also the PixelNormalizer all
+// loaders' uint8 batches go through.
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
@@ -134,6 +135,20 @@ std::unique_ptr<Loader> make_device_loader(const ArrayDataset& data, const Loade
 
 std::unique_ptr<Loader> make_synthetic_loader(const SyntheticData& data, const LoaderOptions& o) {
   return std::make_unique<SyntheticLoader>(data, o);
+}
+
+PixelNormalizer::PixelNormalizer(const Normalization& norm, int channels, Layout layout,
+                                 torch::Device device) {
+  const auto shape = batch_shape(layout, 1, channels, 1, 1);
+  const auto per_channel = [&](const float* v) {
+    return torch::tensor(std::vector<float>(v, v + channels)).mul(255).view(shape).to(device);
+  };
+  mean_ = per_channel(norm.mean);
+  std_ = per_channel(norm.std);
+}
+
+torch::Tensor PixelNormalizer::operator()(const torch::Tensor& pixels) const {
+  return pixels.to(torch::kFloat32).sub_(mean_).div_(std_);
 }
 
 }  // namespace faster::data

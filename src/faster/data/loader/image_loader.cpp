@@ -159,18 +159,8 @@ ImageLoader::ImageLoader(std::shared_ptr<const Source> source, LoaderOptions opt
   // Float output from uint8 batches: normalized on the device (always so with nvJPEG).
   const bool normalize =
       options_.output == OutputType::kFloat ? gpu() : options_.normalize_on_device;
-  if (options_.device.is_cuda() && normalize) {
-    const auto& n = options_.norm;
-    const auto shape = batch_shape(options_.layout, 1, channels_, 1, 1);
-    const auto per_channel = [&](const float* v) {
-      return torch::tensor(std::vector<float>(v, v + channels_))
-          .mul(255)
-          .view(shape)
-          .to(options_.device);
-    };
-    mean_ = per_channel(n.mean);
-    std_ = per_channel(n.std);
-  }
+  if (options_.device.is_cuda() && normalize)
+    normalize_ = PixelNormalizer(options_.norm, channels_, options_.layout, options_.device);
   if (as_stored)
     apply_size(height_, width_);
   else
@@ -543,7 +533,7 @@ std::optional<Batch> ImageLoader::next() {
                      : copy_.copy(slot.images.narrow(0, 0, rows), static_cast<int>(b % slots));
   out.labels = copy_.copy(slot.labels.narrow(0, 0, rows), static_cast<int>(b % slots));
   if (gpu()) NvjpegDecoder::record_use(out.images);  // made on a stage's stream, used on ours
-  if (mean_.defined()) out.images = out.images.to(torch::kFloat32).sub_(mean_).div_(std_);
+  if (normalize_.defined()) out.images = normalize_(out.images);
   copy_s_ += copying.seconds();
   return out;
 }

@@ -76,7 +76,7 @@ class ImageLoader : public Loader {
   void reset_stats();
   const LoaderOptions& options() const { return options_; }
   // Whether batches leave the ring as uint8 and are normalized on the device (float output).
-  bool normalizes_on_device() const { return mean_.defined(); }
+  bool normalizes_on_device() const { return normalize_.defined(); }
   std::string describe_device() const;
   // Bytes of host batch memory, allocated once.
   int64_t ring_bytes() const;
@@ -136,7 +136,7 @@ class ImageLoader : public Loader {
   Sampler sampler_;
   DeviceCopy copy_;
   std::vector<Slot> ring_;
-  torch::Tensor mean_, std_;  // on the device, for normalize_on_device
+  PixelNormalizer normalize_;  // on the device, for normalize_on_device
 
   mutable std::mutex mutex_;
   std::condition_variable work_cv_, ready_cv_, idle_cv_;

@@ -91,6 +91,22 @@ struct Batch {
   int64_t epoch = 0, number = 0;
 };
 
+// uint8 pixels -> (x / 255 - mean) / std as float, on the device the constants were made for:
+// the one place this is written (the image loader on the device, the step for uint8 batches, the
+// images the data-initialised layers start from).  Empty (defined() false) until constructed.
+class PixelNormalizer {
+ public:
+  PixelNormalizer() = default;
+  // Constants for `channels` of `norm` in `layout`, on `device`.
+  PixelNormalizer(const Normalization& norm, int channels, Layout layout, torch::Device device);
+  bool defined() const { return mean_.defined(); }
+  // A float copy of `pixels` (uint8, `layout`, on the device), normalized.
+  torch::Tensor operator()(const torch::Tensor& pixels) const;
+
+ private:
+  torch::Tensor mean_, std_;  // 255 * mean and 255 * std, shaped to broadcast over a batch
+};
+
 class Loader {
  public:
   virtual ~Loader() = default;
