@@ -107,6 +107,33 @@ TEST(ImageLoader, FloatAndLayoutsAgree) {
   }
 }
 
+// The device-side normalization the loader, the step and --whiten share, against its definition
+// ((x / 255 - mean) / std of the float pixel), in both layouts, gray and RGB.
+TEST(PixelNormalizer, EqualsItsDefinitionInBothLayouts) {
+  Normalization norm;
+  norm.mean[0] = 0.5f, norm.mean[1] = 0.25f, norm.mean[2] = 0.125f;
+  norm.std[0] = 0.2f, norm.std[1] = 0.4f, norm.std[2] = 0.8f;
+  EXPECT_FALSE(PixelNormalizer().defined());
+  const auto pixels = torch::arange(0, 2 * 3 * 4 * 5).remainder(256).to(torch::kUInt8);
+  for (int channels : {1, 3}) {
+    const auto mean = torch::tensor(std::vector<float>(norm.mean, norm.mean + channels));
+    const auto sd = torch::tensor(std::vector<float>(norm.std, norm.std + channels));
+    const auto nchw = pixels.narrow(0, 0, 2 * channels * 20).view({2, channels, 4, 5});
+    const auto want = (nchw.to(torch::kFloat32) / 255 - mean.view({1, channels, 1, 1})) /
+                      sd.view({1, channels, 1, 1});
+    const PixelNormalizer as_nchw(norm, channels, Layout::kNCHW, torch::kCPU);
+    ASSERT_TRUE(as_nchw.defined());
+    const auto got = as_nchw(nchw);
+    EXPECT_EQ(got.scalar_type(), torch::kFloat32);
+    EXPECT_TRUE(torch::allclose(got, want, 1e-6, 1e-5)) << channels << " channels, NCHW";
+    EXPECT_EQ(nchw.scalar_type(), torch::kUInt8);  // the input is left as it was
+    const PixelNormalizer as_nhwc(norm, channels, Layout::kNHWC, torch::kCPU);
+    const auto nhwc = nchw.permute({0, 2, 3, 1}).contiguous();
+    EXPECT_TRUE(torch::allclose(as_nhwc(nhwc).permute({0, 3, 1, 2}), want, 1e-6, 1e-5))
+        << channels << " channels, NHWC";
+  }
+}
+
 // torch DistributedSampler semantics: with drop_tail every sample exactly once across ranks;
 // padded, every sample at least once and only the padding repeated.  Also batches are identical
 // whatever the number of workers.
