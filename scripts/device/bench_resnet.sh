@@ -43,7 +43,7 @@ synth() {  # dir classes per_class val
 # and its parts)
 rate() { python3 -c "import json,sys; e=json.load(open(sys.argv[1]))['epochs'][-1]; l=e.get('loader', {}); \
 g=lambda k: 1e3*l.get(k, 0)/l['gpu_images']; \
-w=' loader %.3f ms/img CPU, %s' % (1e3*l['cpu_seconds']/l['images'], ('%.3f ms/img nvJPEG stage (headers %.3f, calls %.3f, GPU wait %.3f; %d images)' % (g('gpu_seconds'), g('gpu_parse_seconds'), g('gpu_call_seconds'), g('gpu_wait_seconds'), l['gpu_images'])) if l['gpu_images'] else 'no nvJPEG') if l else ''; \
+w=' loader %.3f ms/img CPU, %s' % (1e3*l['cpu_seconds']/l['images'], ('%.3f ms/img nvJPEG stage (headers %.3f, calls %.3f, GPU wait %.3f; %d images, CPU share %.2f)' % (g('gpu_seconds'), g('gpu_parse_seconds'), g('gpu_call_seconds'), g('gpu_wait_seconds'), l['gpu_images'], 1 - l['gpu_images']/l['images'])) if l['gpu_images'] else 'no nvJPEG') if l else ''; \
 print('%.0f img/s (epoch %d: %.2fs train, %.2fs waiting for the loader, top-1 %s)%s' % (e['train_images']/e['train_seconds'], e['epoch'], e['train_seconds'], e['loader_wait_seconds'], e.get('test_accuracy'), w))" "$1"; }
 
 if [[ " $PHASES " == *" smoke "* ]]; then

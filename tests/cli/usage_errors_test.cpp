@@ -69,6 +69,8 @@ TEST(UsageErrors, TrainRangesAndCombinations) {
       {t + " --label-smoothing 1", "--label-smoothing must be in [0, 1)"},
       {t + " --ema 1.5", "--ema must be in (0, 1)"},
       {t + " --cpu-share 2", "--cpu-share must be between 0 and 1 (got 2)"},
+      {t + " --cpu-share half",
+       "--cpu-share must be auto or a number between 0 and 1 (got 'half')"},
       {t + " --nvjpeg-threads 0", "--nvjpeg-threads must be between 1 and 64"},
       {t + " --eval-every 0", "--eval-every must be at least 1"},
       {t + " --crop-scale 0", "--crop-scale must be in (0, 1]"},

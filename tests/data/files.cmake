@@ -2,6 +2,7 @@
 list(APPEND FASTER_BASE_TEST_SOURCES
   data/array_dataset_test.cpp
   data/sampler_test.cpp
+  data/cpu_share_test.cpp
   data/jpeg_decoder_test.cpp
   data/jpeg_scan_test.cpp
   data/resample_test.cpp

@@ -176,7 +176,7 @@ void expect_loaders_agree(std::shared_ptr<const Source> source, bool train, doub
   auto gpu_src = std::make_shared<CountingSource>(source);
   LoaderOptions oc = small(DecodeOn::kCpu), og = small(DecodeOn::kNvjpeg);
   oc.transform = og.transform = train ? Transform::kTrain : Transform::kVal;
-  og.cpu_share = cpu_share;
+  og.cpu_share.value = cpu_share;
   ImageLoader cpu(cpu_src, oc), gpu(gpu_src, og);
   for (int e = 0; e < 2; ++e) {
     cpu.start_epoch(e), gpu.start_epoch(e);

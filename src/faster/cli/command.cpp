@@ -92,11 +92,15 @@ int run_command_line(int argc, char** argv) {
   return exit_code;
 }
 
-void add_nvjpeg_options(CLI::App* cmd, double& cpu_share, int& threads) {
-  cmd->add_option("--cpu-share", cpu_share,
-                  "With nvJPEG: the share of images the loader threads decode on the CPU anyway, "
-                  "beside the GPU's JPEG engines (0-1)")
-      ->capture_default_str();
+void add_nvjpeg_options(CLI::App* cmd, data::CpuShare& cpu_share, int& threads) {
+  cmd->add_option_function<std::string>(
+         "--cpu-share",
+         [&cpu_share](const std::string& text) { cpu_share = data::parse_cpu_share(text); },
+         "With nvJPEG: the share of images the loader threads decode on the CPU anyway, beside "
+         "the GPU's JPEG engines (0-1), or auto: start at 0.25 and, after every batch, give the "
+         "CPU a little more while its threads run out of work, and the GPU more back as soon "
+         "as they fall behind")
+      ->default_str(data::to_string(cpu_share));
   cmd->add_option(
          "--nvjpeg-threads", threads,
          "With nvJPEG: threads feeding the GPU decoder, each with its own nvJPEG state and "

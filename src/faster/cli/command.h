@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "faster/core/enum_names.h"
+#include "faster/data/loader/cpu_share.h"
 
 namespace faster::cli {
 
@@ -70,8 +71,9 @@ CLI::Option* add_enum_option(CLI::App* cmd, const std::string& flag, E& value,
 }
 
 // The nvJPEG loader's two knobs, as `faster load` and `faster train` both take them: --cpu-share
-// (images the CPU threads decode anyway) and --nvjpeg-threads (batches in flight on the GPU).
-void add_nvjpeg_options(CLI::App* cmd, double& cpu_share, int& threads);
+// (images the CPU threads decode anyway: a number or auto) and --nvjpeg-threads (batches in
+// flight on the GPU).
+void add_nvjpeg_options(CLI::App* cmd, data::CpuShare& cpu_share, int& threads);
 
 // Path of the `faster` program (to start more of it: bench runs, DDP ranks); in faster-torch, the
 // `faster` beside it, so that the new processes show as `faster train ...` like the first.

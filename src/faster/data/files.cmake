@@ -1,6 +1,7 @@
 # data: sources (readers), decode, augment, loader.  Torch-free parts go to FASTER_BASE_SOURCES.
 list(APPEND FASTER_BASE_SOURCES
   src/faster/data/loader/sampler.cpp
+  src/faster/data/loader/cpu_share.cpp
   src/faster/data/sources/array_dataset.cpp
   src/faster/data/sources/array_source.cpp
   src/faster/data/decode/jpeg_decoder.cpp

@@ -169,7 +169,7 @@ void validate(const TrainOptions& o) {
     FASTER_USAGE_ERROR("--label-smoothing must be in [0, 1) (got ", o.label_smoothing, ")");
   if (!(o.ema_decay == 0 || (o.ema_decay > 0 && o.ema_decay < 1)))
     FASTER_USAGE_ERROR("--ema must be in (0, 1) (got ", o.ema_decay, ")");
-  check_range("--cpu-share", o.cpu_share, 0, 1);
+  check_range("--cpu-share", o.cpu_share.value, 0, 1);
   check_range("--nvjpeg-threads", o.nvjpeg_threads, 1, 64);
   check_at_least("--eval-every", o.eval_every, 1);
   check_range("--translate", o.translate, 0, 16);
@@ -219,6 +219,8 @@ void validate(const TrainOptions& o) {
 }
 
 nlohmann::json options_json(const TrainOptions& o) {
+  const nlohmann::json cpu_share =
+      o.cpu_share.adapt ? nlohmann::json("auto") : nlohmann::json(o.cpu_share.value);
   return {{"mode", o.mode_name},
           {"recipe", enum_name(kRecipeNames, o.recipe)},
           {"data", o.data},
@@ -248,7 +250,7 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"whiten", o.whiten},
           {"prewarm", o.prewarm},
           {"decode", enum_name(kDecodeChoices, o.decode)},
-          {"cpu_share", o.cpu_share},
+          {"cpu_share", cpu_share},
           {"nvjpeg_threads", o.nvjpeg_threads},
           {"blocks", o.blocks},
           {"filters", o.filters},

@@ -88,7 +88,7 @@ struct TrainOptions {
   Decode decode = Decode::kAuto;
   // nvJPEG: the share of images the loader threads decode anyway (training: 0.25, 10-12 % more
   // ResNet-18 img/s than none on an H200 with 16 cores; `faster load` alone: none, see BENCHMARKS)
-  double cpu_share = 0.25;
+  data::CpuShare cpu_share{0.25, false};
   int nvjpeg_threads = 2;  // nvJPEG: threads feeding the decoder, one batch in flight each
   data::BadImagePolicy on_bad_image = data::BadImagePolicy::kSkip;
   int eval_every = 1;  // evaluate every N epochs (and after the last)

@@ -87,7 +87,7 @@ void validate(const LoaderOptions& o) {
   if (o.channels != 0 && o.channels != 1 && o.channels != 3)
     FASTER_THROW("output channels must be 1 or 3 (got ", o.channels, ")");
   if (o.ring < 0) FASTER_THROW("ring size must not be negative");
-  check_range("--cpu-share", o.cpu_share, 0, 1);
+  check_range("--cpu-share", o.cpu_share.value, 0, 1);
   check_range("--nvjpeg-threads", o.gpu_stages, 1, 64);
   if (o.decode == DecodeOn::kNvjpeg && !o.device.is_cuda())
     throw Error("--decode nvjpeg decodes on the GPU, but the device is " + o.device.str(),
@@ -118,6 +118,7 @@ ImageLoader::ImageLoader(std::shared_ptr<const Source> source, LoaderOptions opt
       pixel_shape_(source_->pixels()),
       sampler_(source_->size(), options.sampler),
       copy_(options.device, ring_slots(options)) {
+  share_.store(options_.cpu_share.value);
   if (pixel_shape_ && gpu())
     throw Error(
         "--decode nvjpeg decodes JPEG files, but " + source_->describe() + " holds decoded pixels",
@@ -422,7 +423,7 @@ bool ImageLoader::load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slo
     // anything else, damaged files included, goes through libjpeg in either mode, so both modes
     // deliver and skip the same images.
     if (allow_gpu && info->one_scan && (info->components == 1 || info->components == 3) &&
-        !in_share(position, options_.cpu_share)) {
+        !in_share(position, share_.load(std::memory_order_relaxed))) {
       // The GPU stage decodes it: keep the bytes (swapped, so both buffers keep their capacity).
       GpuJpeg& job = slot.gpu[position];
       job.width = info->width, job.height = info->height;
@@ -490,6 +491,10 @@ std::optional<Batch> ImageLoader::next() {
   const int64_t slots = static_cast<int64_t>(ring_.size());
   std::unique_lock<std::mutex> lock(mutex_);
   if (epoch_ < 0) FASTER_THROW("ImageLoader::next() before start_epoch()");
+  // Whether the workers claimed every sample the ring allows them before this call (--cpu-share
+  // auto: they have time to spare).
+  const bool threads_waited =
+      next_task_ < total_tasks_ && next_task_ / options_.batch >= released_ + slots;
   if (released_ < consumed_) {  // the batch handed out last time is done with: free its slot
     copy_.wait_slot(static_cast<int>((consumed_ - 1) % slots));
     released_ = consumed_;
@@ -503,6 +508,7 @@ std::optional<Batch> ImageLoader::next() {
     return std::nullopt;
   }
   const int64_t b = consumed_;
+  if (options_.cpu_share.adapt && gpu()) adapt_share_locked(b, threads_waited);
   Slot& slot = ring_[b % slots];
   const Timer waiting;
   ready_cv_.wait(lock, [&] {
@@ -536,6 +542,24 @@ std::optional<Batch> ImageLoader::next() {
   if (normalize_.defined()) out.images = normalize_(out.images);
   copy_s_ += copying.seconds();
   return out;
+}
+
+// --cpu-share auto, as the consumer asks for batch b: the batches the workers have finished from b
+// on, and whether they had run out of work, move the share (cpu_share.h).  Not while the ring
+// fills at the start of an epoch, and at its end the batches left count as enough of a lead.
+void ImageLoader::adapt_share_locked(int64_t b, bool threads_waited) {
+  const int64_t slots = static_cast<int64_t>(ring_.size());
+  const int64_t left = batches_per_epoch() - b;
+  if (b < slots) return;
+  int lead = 0;
+  for (int64_t k = b; k < b + std::min(slots, left); ++k) {
+    const Slot& s = ring_[k % slots];
+    if (s.batch != k || s.filled != s.expected) break;
+    ++lead;
+  }
+  if (lead == left) lead = kAutoShareLead;
+  share_.store(adapt_cpu_share(share_.load(std::memory_order_relaxed), lead, threads_waited),
+               std::memory_order_relaxed);
 }
 
 LoaderStats ImageLoader::stats() const {

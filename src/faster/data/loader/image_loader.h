@@ -73,6 +73,8 @@ class ImageLoader : public Loader {
   int64_t samples_per_epoch() const override;
   // Totals since construction; reset_stats() starts over (for example after a warm-up).
   LoaderStats stats() const;
+  // The share of GPU-decodable images the workers decode now (--cpu-share; moves with auto).
+  double cpu_share() const { return share_.load(std::memory_order_relaxed); }
   void reset_stats();
   const LoaderOptions& options() const { return options_; }
   // Whether batches leave the ring as uint8 and are normalized on the device (float output).
@@ -123,6 +125,7 @@ class ImageLoader : public Loader {
   // Rows of the batch in `slot` as delivered: its samples, or a full batch when padded.
   int padded_rows(const Slot& slot) const;
   void stop_workers();
+  void adapt_share_locked(int64_t b, bool threads_waited);
   void reset_stats_locked();
   void wait_idle(std::unique_lock<std::mutex>& lock);
 
@@ -158,6 +161,8 @@ class ImageLoader : public Loader {
       gpu_wait_ns_{0};
   double copy_s_ = 0, wait_s_ = 0;
   std::vector<std::string> skipped_names_;
+  // The share of GPU-decodable images the workers decode (options_.cpu_share; moves with auto).
+  std::atomic<double> share_{0.0};
 };
 
 }  // namespace faster::data

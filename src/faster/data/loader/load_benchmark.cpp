@@ -115,6 +115,7 @@ LoadReport run_load_benchmark(const LoadBenchOptions& o) {
   r.seconds = timer.seconds();
   if (o.progress) progress.finish();
   r.stats = loader.stats();
+  r.cpu_share = {loader.cpu_share(), o.loader.cpu_share.adapt};
   r.images = r.stats.images, r.bytes = r.stats.bytes, r.skipped = r.stats.skipped;
 
   const auto stages = r.stage_rows();
@@ -145,8 +146,9 @@ void print_load_report(const LoadReport& r, bool decode_only) {
   if (r.gpu_stages > 0)
     std::printf(
         "GPU decode: %lld of %lld images on the GPU (%d stage threads), the rest on the "
-        "CPU\n",
-        static_cast<long long>(s.gpu_images), static_cast<long long>(s.images), r.gpu_stages);
+        "CPU (--cpu-share %s%.3g)\n",
+        static_cast<long long>(s.gpu_images), static_cast<long long>(s.images), r.gpu_stages,
+        r.cpu_share.adapt ? "auto, ended at " : "", r.cpu_share.value);
   std::printf("%-8s %12s %22s\n", "stage", "ms/img", "img/s (all workers)");
   for (const auto& row : r.stage_rows())
     std::printf("%-8s %12.3f %22.0f%s\n", row.name, row.ms_per_image, row.rate, row.note);
@@ -189,6 +191,8 @@ nlohmann::json to_json(const LoadReport& r) {
             {"gpu_wait", s.gpu_wait_s}}},
           {"gpu_images", s.gpu_images},
           {"gpu_stages", r.gpu_stages},
+          {"cpu_share", r.cpu_share.value},
+          {"cpu_share_auto", r.cpu_share.adapt},
           {"bottleneck", r.bottleneck},
           {"cores", r.cores},
           {"decode_floor",

@@ -29,6 +29,7 @@ struct LoadBenchOptions {
 struct LoadReport {
   std::string source, split_note, device, cache, transform;
   int workers = 0, batch = 0, gpu_stages = 0;
+  CpuShare cpu_share;  // nvJPEG: the share the CPU threads decode; with auto, where it ended
   int64_t batches = 0, images = 0, bytes = 0, skipped = 0;
   double seconds = 0;
   LoaderStats stats;

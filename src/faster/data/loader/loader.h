@@ -21,6 +21,7 @@
 #include "faster/data/augment/shift_flip.h"
 #include "faster/data/augment/store.h"
 #include "faster/data/decode/jpeg_decoder.h"
+#include "faster/data/loader/cpu_share.h"
 #include "faster/data/loader/sampler.h"
 #include "faster/data/sources/array_dataset.h"
 
@@ -76,10 +77,10 @@ struct LoaderOptions {
   torch::Device device = torch::kCPU;
   // kNvjpeg: decode on the GPU (needs a CUDA device; output uint8 there, normalized unless told
   // otherwise).  cpu_share: the fraction of GPU-decodable images the workers decode anyway, to use
-  // idle cores beside the GPU's JPEG engines.  gpu_stages: threads feeding the GPU, each with its
-  // own decoder, so one batch decodes while the next is prepared.
+  // idle cores beside the GPU's JPEG engines, fixed or adapted (cpu_share.h).  gpu_stages: threads
+  // feeding the GPU, each with its own decoder, so one batch decodes while the next is prepared.
   DecodeOn decode = DecodeOn::kCpu;
-  double cpu_share = 0.0;
+  CpuShare cpu_share;
   int gpu_stages = 2;
 };
 
