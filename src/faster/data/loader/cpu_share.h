@@ -25,11 +25,12 @@ std::string to_string(const CpuShare& share);
 
 // What `auto` sees when the consumer asks for a batch: `lead`, the batches from that one on that
 // the CPU threads have finished (their images decoded, the rest handed to the GPU's stage);
-// `threads_waited`, whether the CPU threads had claimed every sample the ring lets them (out of
-// work: the CPU has time to spare).  The CPU falling behind (lead under `kAutoShareLead`) gives
-// images back to the GPU at once; a CPU with time to spare takes a little more; in between the
-// share holds.  Small steps up, larger ones down: the share settles where the CPU just keeps up
-// (within a step of it in tests/data/cpu_share_test.cpp's simulated pipeline).
+// `threads_waited`, whether a CPU thread found every sample the ring lets them have claimed since
+// the last batch was asked for (out of work: the CPU has time to spare).  The CPU falling behind
+// (lead under `kAutoShareLead`) gives images back to the GPU at once; a CPU with time to spare
+// takes a little more; in between the share holds.  Small steps up, larger ones down: the share
+// settles where the CPU just keeps up (within a step of it in tests/data/cpu_share_test.cpp's
+// simulated pipeline).
 constexpr int kAutoShareLead = 2;
 constexpr double kAutoShareUp = 0.005, kAutoShareDown = 0.02;
 double adapt_cpu_share(double share, int lead, bool threads_waited);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
 #include "faster/core/error.h"
 #include "faster/core/log.h"
@@ -269,8 +270,11 @@ void ImageLoader::worker_loop(int id) {
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     work_cv_.wait(lock, [&] {
-      return stop_ || (next_task_ < total_tasks_ && error_.empty() &&
-                       next_task_ / options_.batch < released_ + slots);
+      if (stop_) return true;
+      const bool ring_full = next_task_ / options_.batch >= released_ + slots;
+      if (next_task_ < total_tasks_ && error_.empty() && !ring_full) return true;
+      if (next_task_ < total_tasks_ && ring_full) ring_waited_ = true;  // out of work: the ring
+      return false;
     });
     if (stop_) return;
     const int64_t task = next_task_;
@@ -491,10 +495,8 @@ std::optional<Batch> ImageLoader::next() {
   const int64_t slots = static_cast<int64_t>(ring_.size());
   std::unique_lock<std::mutex> lock(mutex_);
   if (epoch_ < 0) FASTER_THROW("ImageLoader::next() before start_epoch()");
-  // Whether the workers claimed every sample the ring allows them before this call (--cpu-share
-  // auto: they have time to spare).
-  const bool threads_waited =
-      next_task_ < total_tasks_ && next_task_ / options_.batch >= released_ + slots;
+  // Whether a worker ran out of work (the ring full) since the last call: --cpu-share auto.
+  const bool threads_waited = std::exchange(ring_waited_, false);
   if (released_ < consumed_) {  // the batch handed out last time is done with: free its slot
     copy_.wait_slot(static_cast<int>((consumed_ - 1) % slots));
     released_ = consumed_;

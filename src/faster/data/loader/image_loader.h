@@ -148,6 +148,7 @@ class ImageLoader : public Loader {
   int64_t epoch_ = -1, next_task_ = 0, total_tasks_ = 0, released_ = 0, consumed_ = 0;
   int in_flight_ = 0;
   bool stop_ = false, epoch_reported_ = false;
+  bool ring_waited_ = false;  // a worker found every sample the ring allows claimed
   int64_t skipped_at_epoch_start_ = 0;
   std::string error_;  // first fatal error (fail policy), rethrown by next()
 
