@@ -86,10 +86,12 @@ struct TrainOptions {
   int val_res = 0, val_resize = 0;
   double crop_scale_min = 0.08;  // RandomResizedCrop scale=(crop_scale_min, 1)
   Decode decode = Decode::kAuto;
-  // nvJPEG: the share of images the loader threads decode anyway (training: 0.25, 10-12 % more
-  // ResNet-18 img/s than none on an H200 with 16 cores; `faster load` alone: none, see BENCHMARKS)
-  data::CpuShare cpu_share{0.25, false};
-  int nvjpeg_threads = 2;  // nvJPEG: threads feeding the decoder, one batch in flight each
+  // nvJPEG: the share of images the loader threads decode anyway, adapted while training (auto),
+  // with 4 threads feeding the decoder, one batch in flight each: on an H200 with 16 cores the
+  // fastest ResNet-18 from JPEG of the settings tried (BENCHMARKS.md).  `faster load` alone keeps
+  // a fixed share of none and 2 threads, where the engines alone were faster.
+  data::CpuShare cpu_share{data::kAutoShareStart, true};
+  int nvjpeg_threads = 4;
   data::BadImagePolicy on_bad_image = data::BadImagePolicy::kSkip;
   int eval_every = 1;  // evaluate every N epochs (and after the last)
   // Small datasets as stored, device loader: shift by up to `translate` pixels (zeros enter) and
