@@ -137,6 +137,8 @@ TEST(Cli, TrainOnTheCpuPicksTheCpuRecipe) {
   EXPECT_EQ(o.value("lr_decay", ""), "cosine");
   EXPECT_EQ(o.value("loader", ""), "device");    // the arrays are in the CPU's memory already
   EXPECT_TRUE(o.value("channels_last", false));  // oneDNN's convolutions take NHWC as it is
+  EXPECT_EQ(o["cpu_share"], "auto");             // what an nvJPEG run would start from
+  EXPECT_EQ(o.value("nvjpeg_threads", 0), 4);
   EXPECT_NE(out.find("recipe cpu: thinnet blocks 0,0,0 filters 16,32,64"), std::string::npos)
       << out;
   EXPECT_NE(out.find("device loader, channels-last\n"), std::string::npos) << out;
@@ -147,13 +149,15 @@ TEST(Cli, TrainOnTheCpuPicksTheCpuRecipe) {
   // What the user gives wins over the recipe.
   const auto given = train_options(
       "--device cpu --blocks 1,0,0 --batch 64 --lr 0.01 --loader host "
-      "--no-channels-last");
+      "--no-channels-last --cpu-share 0.5 --nvjpeg-threads 2");
   EXPECT_EQ(given["blocks"], nlohmann::json({1, 0, 0}));
   EXPECT_EQ(given["filters"], nlohmann::json({16, 32, 64}));
   EXPECT_EQ(given.value("batch", 0), 64);
   EXPECT_DOUBLE_EQ(given.value("lr", 0.0), 0.01);
   EXPECT_EQ(given.value("loader", ""), "host");
   EXPECT_FALSE(given.value("channels_last", true));
+  EXPECT_EQ(given["cpu_share"], 0.5);
+  EXPECT_EQ(given.value("nvjpeg_threads", 0), 2);
 }
 
 // The seed's benchmark workload stays one flag away on the CPU, and is the default on a GPU.
