@@ -271,9 +271,9 @@ void ImageLoader::worker_loop(int id) {
   while (true) {
     work_cv_.wait(lock, [&] {
       if (stop_) return true;
-      const bool ring_full = next_task_ / options_.batch >= released_ + slots;
-      if (next_task_ < total_tasks_ && error_.empty() && !ring_full) return true;
-      if (next_task_ < total_tasks_ && ring_full) ring_waited_ = true;  // out of work: the ring
+      if (next_task_ >= total_tasks_ || !error_.empty()) return false;
+      if (next_task_ / options_.batch < released_ + slots) return true;
+      ring_waited_ = true;  // out of work: the ring is full
       return false;
     });
     if (stop_) return;
