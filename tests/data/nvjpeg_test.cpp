@@ -104,7 +104,8 @@ TEST(NvjpegDecoder, CloseToTheCpuPipeline) {
     jobs.push_back(j);
   }
   std::vector<int> refused;
-  const auto out = dec.decode(jobs, static_cast<int>(jobs.size()), s, Layout::kNCHW, refused);
+  auto out = dec.new_batch(static_cast<int>(jobs.size()), s, Layout::kNCHW);
+  dec.decode(jobs, Layout::kNCHW, out, refused);
   EXPECT_TRUE(refused.empty());
   for (size_t i = 0; i < files.size(); ++i) {
     const Case& c = kCases[i];
@@ -130,7 +131,8 @@ TEST(NvjpegDecoder, CloseToTheCpuPipeline) {
   GpuJpeg j = jobs[0];
   j.data = files.back().data(), j.size = files.back().size(), j.position = 4;
   jobs.push_back(j);
-  dec.decode(jobs, 5, s, Layout::kNHWC, refused);
+  auto nhwc = dec.new_batch(5, s, Layout::kNHWC);
+  dec.decode(jobs, Layout::kNHWC, nhwc, refused);
   if (dec.hardware()) EXPECT_EQ(refused, std::vector<int>{4});
 }
 

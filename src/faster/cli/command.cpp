@@ -103,8 +103,9 @@ void add_nvjpeg_options(CLI::App* cmd, data::CpuShare& cpu_share, int& threads) 
       ->default_str(data::to_string(cpu_share));
   cmd->add_option(
          "--nvjpeg-threads", threads,
-         "With nvJPEG: threads feeding the GPU decoder, each with its own nvJPEG state and "
-         "one batch in flight (more hide the decode's latency while the GPU trains)")
+         "With nvJPEG: threads feeding the GPU decoder, each with its own nvJPEG state; each "
+         "batch is split into as many parts, decoded side by side as soon as their images are "
+         "read (more shorten a batch's wait for the decoder while the GPU trains)")
       ->capture_default_str();
 }
 

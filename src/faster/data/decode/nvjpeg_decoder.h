@@ -49,13 +49,17 @@ class NvjpegDecoder {
   std::string describe() const;
   bool hardware() const;
 
-  // Decodes `jobs` and writes each one's region, resized to size x size and flipped where asked,
-  // as uint8 into its position of a new device tensor of `batch` images ([batch, 3, size, size] or
-  // [batch, size, size, 3]).  Images nvJPEG does not take, and every image of a batch it fails on,
-  // are left unwritten and listed in `refused` (indices into `jobs`) for the caller to decode on
-  // the CPU.  Returns when the GPU is done: the host bytes may be reused.
-  torch::Tensor decode(const std::vector<GpuJpeg>& jobs, int batch, int size, Layout layout,
-                       std::vector<int>& refused);
+  // A device tensor for `batch` uint8 images of size x size ([batch, 3, size, size] or [batch,
+  // size, size, 3]), made on this decoder's stream.
+  torch::Tensor new_batch(int batch, int size, Layout layout);
+
+  // Decodes `jobs` and writes each one's region, resized to the side of `out` (a new_batch() of
+  // any decoder) and flipped where asked, into its position of `out`.  Images nvJPEG does not
+  // take, and every image of a call it fails on, are left unwritten and listed in `refused`
+  // (indices into `jobs`) for the caller to decode on the CPU.  Returns when the GPU is done: the
+  // host bytes may be reused, and other threads may write other positions of `out` meanwhile.
+  void decode(const std::vector<GpuJpeg>& jobs, Layout layout, torch::Tensor& out,
+              std::vector<int>& refused);
 
   // Copies images `positions` of `host` (uint8, same shape, pinned) into `out`; returns when done.
   void upload(const torch::Tensor& host, const std::vector<int>& positions, torch::Tensor& out);

@@ -124,13 +124,20 @@ std::string NvjpegDecoder::describe() const {
   return s;
 }
 
-torch::Tensor NvjpegDecoder::decode(const std::vector<GpuJpeg>& jobs, int batch, int size,
-                                    Layout layout, std::vector<int>& refused) {
+torch::Tensor NvjpegDecoder::new_batch(int batch, int size, Layout layout) {
+  Impl& m = *impl_;
+  c10::cuda::CUDAGuard guard(m.device);
+  c10::cuda::CUDAStreamGuard on_stream(m.stream);  // the allocation belongs to this stream
+  return torch::empty(batch_shape(layout, batch, 3, size, size),
+                      torch::TensorOptions().dtype(torch::kUInt8).device(m.device));
+}
+
+void NvjpegDecoder::decode(const std::vector<GpuJpeg>& jobs, Layout layout, torch::Tensor& out,
+                           std::vector<int>& refused) {
   Impl& m = *impl_;
   c10::cuda::CUDAGuard guard(m.device);
   c10::cuda::CUDAStreamGuard on_stream(m.stream);  // allocations below belong to this stream
-  torch::Tensor out = torch::empty(batch_shape(layout, batch, 3, size, size),
-                                   torch::TensorOptions().dtype(torch::kUInt8).device(m.device));
+  const int size = static_cast<int>(out.size(layout == Layout::kNCHW ? 2 : 1));
   refused.clear();
   const int64_t t0 = now_ns();
 
@@ -161,7 +168,7 @@ torch::Tensor NvjpegDecoder::decode(const std::vector<GpuJpeg>& jobs, int batch,
   const int n = static_cast<int>(m.taken.size());
   const int64_t t1 = now_ns();
   m.timing.parse_ns += t1 - t0;
-  if (n == 0) return out;
+  if (n == 0) return;
 
   m.reserve(m.arena, total);
   uint8_t* arena = m.arena.data_ptr<uint8_t>();
@@ -198,12 +205,12 @@ torch::Tensor NvjpegDecoder::decode(const std::vector<GpuJpeg>& jobs, int batch,
     synchronize(stream, m.timing.wait_ns, "synchronize after a failed nvJPEG batch");
     for (int i : m.taken) refused.push_back(i);
     std::sort(refused.begin(), refused.end());
-    return out;
+    return;
   }
   crop_resize_gpu(crops, n, size, layout == Layout::kNCHW, out.data_ptr<uint8_t>(), stream);
   m.timing.call_ns += now_ns() - t1;
   synchronize(stream, m.timing.wait_ns, "nvJPEG decode and resize");
-  return out;  // refused is in ascending order: filled by the loop above
+  // refused is in ascending order: filled by the loop above
 }
 
 void NvjpegDecoder::upload(const torch::Tensor& host, const std::vector<int>& positions,

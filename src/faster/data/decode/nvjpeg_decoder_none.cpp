@@ -17,8 +17,10 @@ std::string NvjpegDecoder::describe() const {
 bool NvjpegDecoder::hardware() const {
   return false;
 }
-torch::Tensor NvjpegDecoder::decode(const std::vector<GpuJpeg>&, int, int, Layout,
-                                    std::vector<int>&) {
+torch::Tensor NvjpegDecoder::new_batch(int, int, Layout) {
+  FASTER_THROW("no nvJPEG in this build");
+}
+void NvjpegDecoder::decode(const std::vector<GpuJpeg>&, Layout, torch::Tensor&, std::vector<int>&) {
   FASTER_THROW("no nvJPEG in this build");
 }
 void NvjpegDecoder::upload(const torch::Tensor&, const std::vector<int>&, torch::Tensor&) {

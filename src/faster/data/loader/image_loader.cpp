@@ -120,6 +120,7 @@ ImageLoader::ImageLoader(std::shared_ptr<const Source> source, LoaderOptions opt
       sampler_(source_->size(), options.sampler),
       copy_(options.device, ring_slots(options)) {
   share_.store(options_.cpu_share.value);
+  parts_ = gpu() ? options_.gpu_stages : 0;
   if (pixel_shape_ && gpu())
     throw Error(
         "--decode nvjpeg decodes JPEG files, but " + source_->describe() + " holds decoded pixels",
@@ -156,6 +157,8 @@ ImageLoader::ImageLoader(std::shared_ptr<const Source> source, LoaderOptions opt
       slot.jpeg.resize(options_.batch);
       slot.gpu.resize(options_.batch);
       slot.on_gpu.assign(options_.batch, 0);
+      slot.part_expected.assign(parts_, 0);
+      slot.part_filled.assign(parts_, 0);
     }
   }
   // Float output from uint8 batches: normalized on the device (always so with nvJPEG).
@@ -256,7 +259,7 @@ void ImageLoader::start_epoch(int64_t epoch, bool reset_stats) {
   skipped_at_epoch_start_ = skipped_;
   next_task_ = released_ = consumed_ = 0;
   for (Slot& s : ring_) s.batch = -1;
-  ++serial_;
+  next_part_ = 0;
   error_.clear();
   if (reset_stats) reset_stats_locked();
   lock.unlock();
@@ -286,9 +289,14 @@ void ImageLoader::worker_loop(int id) {
     if (slot.batch != b) {  // the first sample claimed of this batch prepares the slot
       slot.batch = b;
       slot.filled = 0;
-      slot.staged = false;
       slot.expected =
           static_cast<int>(std::min<int64_t>(options_.batch, total_tasks_ - b * options_.batch));
+      slot.parts_staged = 0;
+      for (int k = 0; k < parts(); ++k) {
+        slot.part_filled[k] = 0;
+        slot.part_expected[k] = std::max(
+            0, std::min(part_begin(k + 1), slot.expected) - std::min(part_begin(k), slot.expected));
+      }
     }
     ++in_flight_;
     lock.unlock();
@@ -296,10 +304,13 @@ void ImageLoader::worker_loop(int id) {
       process(w, slot, static_cast<int>((task + k) % options_.batch), order_[task + k], gpu());
     lock.lock();
     --in_flight_;
-    if ((slot.filled += count) == slot.expected) {
-      ready_cv_.notify_all();
-      stage_cv_.notify_all();
+    bool part_done = false;
+    for (int k = 0; k < count && gpu(); ++k) {
+      const int part = part_of(static_cast<int>((task + k) % options_.batch));
+      part_done |= ++slot.part_filled[part] == slot.part_expected[part];
     }
+    if (part_done) stage_cv_.notify_all();
+    if ((slot.filled += count) == slot.expected) ready_cv_.notify_all();
     if (in_flight_ == 0) idle_cv_.notify_all();
   }
 }
@@ -325,49 +336,50 @@ void ImageLoader::process(Worker& w, Slot& slot, int position, int64_t first, bo
   ready_cv_.notify_all();
 }
 
-// GPU stage thread `id` takes batches id, id + stages, ... of each epoch once their samples are all
-// in, and hands them to the consumer decoded, on the device.
+// The GPU stage threads take the parts of each epoch's batches in order, any free thread the next
+// part once its samples are all in, so a batch's GPU work starts while its last samples are still
+// being read, and its parts decode side by side on the JPEG engines.  The thread taking a batch's
+// first part makes its device tensor; the consumer takes the batch when all parts are done.
 void ImageLoader::stage_loop(int id) {
   Stage& st = *stages_[id];
   const int64_t slots = static_cast<int64_t>(ring_.size());
-  const int64_t step = static_cast<int64_t>(stages_.size());
   std::unique_lock<std::mutex> lock(mutex_);
-  int64_t serial = -1, b = id;
   while (true) {
     stage_cv_.wait(lock, [&] {
-      if (stop_ || serial != serial_) return true;
-      const Slot& s = ring_[b % slots];
-      return s.batch == b && s.filled == s.expected && !s.staged;
+      if (stop_) return true;
+      const Slot& s = ring_[next_part_ / parts() % slots];
+      const int k = static_cast<int>(next_part_ % parts());
+      return s.batch == next_part_ / parts() && s.part_filled[k] == s.part_expected[k];
     });
     if (stop_) return;
-    if (serial != serial_) {
-      serial = serial_, b = id;
-      continue;
-    }
+    const int64_t b = next_part_ / parts();
+    const int part = static_cast<int>(next_part_++ % parts());
     Slot& slot = ring_[b % slots];
+    if (part == 0)
+      slot.device_images = st.decoder.new_batch(padded_rows(slot), width_, options_.layout);
     ++in_flight_;
     lock.unlock();
+    stage_cv_.notify_all();  // the next part may be ready for another thread
     std::string failure;
     try {
-      run_stage(st, slot);
+      run_stage(st, slot, part);
     } catch (const std::exception& e) {
       failure = std::string("GPU decoding failed: ") + e.what();
     }
     lock.lock();
     --in_flight_;
     if (!failure.empty() && error_.empty()) error_ = failure;
-    slot.staged = true;
-    b += step;
-    ready_cv_.notify_all();
+    if (++slot.parts_staged == parts()) ready_cv_.notify_all();
     if (in_flight_ == 0) idle_cv_.notify_all();
   }
 }
 
-void ImageLoader::run_stage(Stage& st, Slot& slot) {
+void ImageLoader::run_stage(Stage& st, Slot& slot, int part) {
   const int64_t t0 = now_ns();
   st.jobs.clear();
   st.uploads.clear();
-  for (int p = 0; p < slot.expected; ++p) {
+  const int end = std::min(part_begin(part + 1), slot.expected);
+  for (int p = part_begin(part); p < end; ++p) {
     if (!slot.on_gpu[p]) {
       st.uploads.push_back(p);
       continue;
@@ -377,9 +389,7 @@ void ImageLoader::run_stage(Stage& st, Slot& slot) {
     job.size = slot.jpeg[p].size();
     st.jobs.push_back(job);
   }
-  const int rows = padded_rows(slot);
-  torch::Tensor out = st.decoder.decode(st.jobs, rows, width_, options_.layout, st.refused);
-  if (rows > slot.expected) out.narrow(0, slot.expected, rows - slot.expected).zero_();
+  st.decoder.decode(st.jobs, options_.layout, slot.device_images, st.refused);
   // Refused images go through the CPU path, bad-image policy included (nvJPEG may have refused
   // a corrupt one), from the bytes read at hand-over (swapped in, so no file is read twice); a
   // decode counts its bytes, so take back the count made at hand-over.
@@ -392,8 +402,7 @@ void ImageLoader::run_stage(Stage& st, Slot& slot) {
     std::swap(st.cpu.sample.bytes, slot.jpeg[p]);  // both buffers keep their capacity
     st.uploads.push_back(p);
   }
-  st.decoder.upload(slot.images, st.uploads, out);
-  slot.device_images = out;
+  st.decoder.upload(slot.images, st.uploads, slot.device_images);
   const NvjpegTiming timing = st.decoder.take_timing();
   gpu_parse_ns_ += timing.parse_ns, gpu_call_ns_ += timing.call_ns, gpu_wait_ns_ += timing.wait_ns;
   gpu_ns_ += now_ns() - t0;
@@ -515,7 +524,7 @@ std::optional<Batch> ImageLoader::next() {
   const Timer waiting;
   ready_cv_.wait(lock, [&] {
     return stop_ || !error_.empty() ||
-           (slot.batch == b && slot.filled == slot.expected && (!gpu() || slot.staged));
+           (slot.batch == b && slot.filled == slot.expected && (!gpu() || staged(slot)));
   });
   wait_s_ += waiting.seconds();
   if (!error_.empty()) throw Error(error_);
@@ -527,7 +536,7 @@ std::optional<Batch> ImageLoader::next() {
   const Timer copying;
   const int rows = padded_rows(slot);
   if (rows > n) {  // padding rows: zero pixels (on the host ring), labels the loss ignores
-    slot.images.narrow(0, n, rows - n).zero_();
+    if (!gpu()) slot.images.narrow(0, n, rows - n).zero_();
     slot.labels.narrow(0, n, rows - n).fill_(kPadLabel);
   }
   Batch out;
@@ -540,7 +549,10 @@ std::optional<Batch> ImageLoader::next() {
   out.images = gpu() ? slot.device_images
                      : copy_.copy(slot.images.narrow(0, 0, rows), static_cast<int>(b % slots));
   out.labels = copy_.copy(slot.labels.narrow(0, 0, rows), static_cast<int>(b % slots));
-  if (gpu()) NvjpegDecoder::record_use(out.images);  // made on a stage's stream, used on ours
+  if (gpu()) {  // made on a stage's stream, used on ours; padding rows zeroed here
+    NvjpegDecoder::record_use(out.images);
+    if (rows > n) out.images.narrow(0, n, rows - n).zero_();
+  }
   if (normalize_.defined()) out.images = normalize_(out.images);
   copy_s_ += copying.seconds();
   return out;

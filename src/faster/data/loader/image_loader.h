@@ -4,10 +4,11 @@
 // on a side stream.  Everything is allocated when the loader is built; steady state allocates
 // nothing.  Sources of decoded pixels (arrays in memory) skip the decode and take the same path.
 // With nvJPEG decoding, workers only read each file and parse its header; GPU stage threads (each
-// with its own NvjpegDecoder) decode whole batches on the GPU's JPEG engines and crop/resize/flip
-// them there.  Images the GPU does not take (progressive, CMYK, truncated, a share given to the
-// CPU) are decoded by the workers as above and uploaded into the same batch; images nvJPEG
-// refuses are decoded by the stage's own CPU worker from the bytes already read.
+// with its own NvjpegDecoder) decode each batch on the GPU's JPEG engines in parts, one per
+// thread, taken in order by whichever thread is free as soon as a part's samples are in, and
+// crop/resize/flip them there.  Images the GPU does not take (progressive, CMYK, truncated, a share
+// given to the CPU) are decoded by the workers as above and uploaded into the same batch; images
+// nvJPEG refuses are decoded by the stage's own CPU worker from the bytes already read.
 #pragma once
 
 #include <torch/torch.h>
@@ -103,7 +104,10 @@ class ImageLoader : public Loader {
     std::vector<GpuJpeg> gpu;
     std::vector<uint8_t> on_gpu;
     torch::Tensor device_images;
-    bool staged = false;
+    // nvJPEG: the batch's positions fall into parts (part_begin()), each staged on its own as soon
+    // as its samples are in: per part, the samples expected and those filled; the parts done.
+    std::vector<int> part_expected, part_filled;
+    int parts_staged = 0;
   };
   struct Worker;
   struct Stage;
@@ -117,7 +121,12 @@ class ImageLoader : public Loader {
   bool load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slot, int position,
                    bool count_bad, bool allow_gpu, bool have_bytes);
   void stage_loop(int id);
-  void run_stage(Stage& st, Slot& slot);
+  void run_stage(Stage& st, Slot& slot, int part);
+  // nvJPEG: the parts a batch's GPU stage is split into, and the first position of part k.
+  int parts() const { return parts_; }
+  int part_begin(int k) const { return (k * options_.batch + parts() - 1) / parts(); }
+  int part_of(int position) const { return position * parts() / options_.batch; }
+  bool staged(const Slot& s) const { return s.parts_staged == parts(); }
   bool gpu() const { return options_.decode == DecodeOn::kNvjpeg; }
   // The host ring holds uint8 images: uint8 output, or nvJPEG (the ring only carries CPU-decoded
   // images into the device batch).
@@ -144,7 +153,8 @@ class ImageLoader : public Loader {
   mutable std::mutex mutex_;
   std::condition_variable work_cv_, ready_cv_, idle_cv_;
   std::vector<int64_t> order_;  // this epoch's sample indices
-  int64_t serial_ = 0;  // start_epoch() count: stage threads restart their batch count on change
+  int parts_ = 0;  // nvJPEG: one per GPU stage thread (0 without nvJPEG)
+  int64_t next_part_ = 0;  // nvJPEG: the next part to stage, batch * parts() + part, in order
   int64_t epoch_ = -1, next_task_ = 0, total_tasks_ = 0, released_ = 0, consumed_ = 0;
   int in_flight_ = 0;
   bool stop_ = false, epoch_reported_ = false;
