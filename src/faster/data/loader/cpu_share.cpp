@@ -36,4 +36,21 @@ double adapt_cpu_share(double share, int lead, bool threads_waited) {
   return std::clamp(share, 0.0, 1.0);
 }
 
+double cpu_decode_cost(size_t bytes, int height, int bottom, int64_t pixels) {
+  constexpr double kNsPerByte = 7.4, kNsPerPixel = 1.6;
+  const double rows = height > 0 ? std::clamp(double(bottom) / height, 0.0, 1.0) : 1.0;
+  return kNsPerByte * static_cast<double>(bytes) * rows + kNsPerPixel * static_cast<double>(pixels);
+}
+
+bool CheapestShare::take(double cost, double share) {
+  if (share <= 0) return false;
+  if (share >= 1) return true;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!started_) threshold_ = mean_ = cost, started_ = true;
+  mean_ += 0.01 * (cost - mean_);
+  const bool taken = cost < threshold_;
+  threshold_ += kStep * mean_ * (taken ? share - 1 : share);
+  return taken;
+}
+
 }  // namespace faster::data

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <utility>
 
@@ -47,11 +46,6 @@ void check_ring_fits(double bytes, int slots, const LoaderOptions& o, int side) 
   throw Error(detail::concat("the loader's ", slots, " batch buffers (--batch ", o.batch, " of ",
                              side, "x", side, " images) need ", sizes),
               "lower --batch or the image size");
-}
-
-// Positions of a batch spread evenly (golden-ratio sequence) to pick a share of them.
-bool in_share(int position, double share) {
-  return share > 0 && std::fmod((position + 0.5) * 0.6180339887498949, 1.0) < share;
 }
 
 }  // namespace
@@ -436,7 +430,7 @@ bool ImageLoader::load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slo
     // anything else, damaged files included, goes through libjpeg in either mode, so both modes
     // deliver and skip the same images.
     if (allow_gpu && info->one_scan && (info->components == 1 || info->components == 3) &&
-        !in_share(position, share_.load(std::memory_order_relaxed))) {
+        !cpu_takes(w, want)) {
       // The GPU stage decodes it: keep the bytes (swapped, so both buffers keep their capacity).
       GpuJpeg& job = slot.gpu[position];
       job.width = info->width, job.height = info->height;
@@ -494,6 +488,18 @@ bool ImageLoader::load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slo
     }
     return false;
   }
+}
+
+// With nvJPEG, whether the CPU threads decode this GPU-decodable image anyway (--cpu-share): the
+// share of images cheapest for them to decode (cpu_share.h).
+bool ImageLoader::cpu_takes(Worker& w, const RegionF& want) {
+  const JpegInfo& info = w.decoder.info();
+  const Rect roi = enclosing_rect(want, info.width, info.height);
+  const int n = w.decoder.choose_scale(roi.width, roi.height, width_, height_);
+  const int64_t pixels = int64_t{roi.width} * roi.height * n * n / 64;
+  return cheapest_.take(
+      cpu_decode_cost(w.sample.bytes.size(), info.height, roi.y + roi.height, pixels),
+      share_.load(std::memory_order_relaxed));
 }
 
 int ImageLoader::padded_rows(const Slot& slot) const {

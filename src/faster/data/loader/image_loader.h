@@ -120,6 +120,7 @@ class ImageLoader : public Loader {
                bool have_bytes = false);
   bool load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slot, int position,
                    bool count_bad, bool allow_gpu, bool have_bytes);
+  bool cpu_takes(Worker& w, const RegionF& want);
   void stage_loop(int id);
   void run_stage(Stage& st, Slot& slot, int part);
   // nvJPEG: the parts a batch's GPU stage is split into, and the first position of part k.
@@ -153,8 +154,8 @@ class ImageLoader : public Loader {
   mutable std::mutex mutex_;
   std::condition_variable work_cv_, ready_cv_, idle_cv_;
   std::vector<int64_t> order_;  // this epoch's sample indices
-  int parts_ = 0;  // nvJPEG: one per GPU stage thread (0 without nvJPEG)
-  int64_t next_part_ = 0;  // nvJPEG: the next part to stage, batch * parts() + part, in order
+  int parts_ = 0;               // nvJPEG: one per GPU stage thread (0 without nvJPEG)
+  int64_t next_part_ = 0;       // nvJPEG: the next part to stage, batch * parts() + part, in order
   int64_t epoch_ = -1, next_task_ = 0, total_tasks_ = 0, released_ = 0, consumed_ = 0;
   int in_flight_ = 0;
   bool stop_ = false, epoch_reported_ = false;
@@ -174,6 +175,7 @@ class ImageLoader : public Loader {
   std::vector<std::string> skipped_names_;
   // The share of GPU-decodable images the workers decode (options_.cpu_share; moves with auto).
   std::atomic<double> share_{0.0};
+  CheapestShare cheapest_;  // which images make up the share
 };
 
 }  // namespace faster::data
