@@ -97,9 +97,9 @@ void add_nvjpeg_options(CLI::App* cmd, data::CpuShare& cpu_share, int& threads) 
          "--cpu-share",
          [&cpu_share](const std::string& text) { cpu_share = data::parse_cpu_share(text); },
          "With nvJPEG: the share of images the loader threads decode on the CPU anyway, beside "
-         "the GPU's JPEG engines (0-1), or auto: start at 0.25 and, after every batch, give the "
-         "CPU a little more while its threads run out of work, and the GPU more back as soon "
-         "as they fall behind")
+         "the GPU's JPEG engines, the ones cheapest for them (0-1), or auto: start at 0.25 and, "
+         "after every batch, give the CPU a little more while its threads run out of work, and "
+         "the GPU more back as soon as they fall behind")
       ->default_str(data::to_string(cpu_share));
   cmd->add_option(
          "--nvjpeg-threads", threads,
