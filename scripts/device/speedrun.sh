@@ -8,6 +8,9 @@
 #                   leading NAME=VALUE words are set in the run's environment
 #                   (e.g. "CUDA_MODULE_LOADING=EAGER --epochs 8")
 #   PEER_SEEDS=5    seeds of scripts/speedrun_peer.py (0 skips); PEER_ARGS: its extra flags
+#   PEER_CURVES=1   the peer also tests after every epoch and writes OUT/runs/peer_sN.curve per
+#                   seed, for `faster bench --tta-peer OUT/runs/peer_s*.curve` (the test passes
+#                   add to its seconds, so leave it off when timing the peer against faster)
 #   BUDGET_S=330    no run starts after this many seconds (the device call's limit is 600 s)
 #   TARGET=94       the accuracy a run must reach
 # Usage: [SEEDS=..] [SWEEP=..] ... speedrun.sh FMNIST_DIR OUT_DIR
@@ -17,6 +20,7 @@ set -uo pipefail
 data=$1 out=$2
 seeds=${SEEDS:-10} recipe=${RECIPE:-speedrun} extra=${EXTRA:-} sweep=${SWEEP:-}
 sweep_seeds=${SWEEP_SEEDS:-2} peer_seeds=${PEER_SEEDS:-5} peer_args=${PEER_ARGS:-}
+peer_curves=${PEER_CURVES:-0}
 budget=${BUDGET_S:-330} target=${TARGET:-94}
 cd "$(dirname "$0")/../.."
 faster=./build-cuda/faster
@@ -85,8 +89,10 @@ if [ "$peer_seeds" -gt 0 ]; then
   for s in $(seq 0 $((peer_seeds - 1))); do
     if over_budget; then echo "skip peer seed $s: past BUDGET_S=$budget"; continue; fi
     t0=$(date +%s.%N)
+    curve=()
+    [ "$peer_curves" = 1 ] && curve=(--curve "$out/runs/peer_s$s.curve")
     # shellcheck disable=SC2086
-    line=$(PYTHONUNBUFFERED=1 python3 scripts/speedrun_peer.py --data "$data" --seed "$s" $peer_args 2>&1 |
+    line=$(PYTHONUNBUFFERED=1 python3 scripts/speedrun_peer.py --data "$data" --seed "$s" "${curve[@]}" $peer_args 2>&1 |
       tee "$out/runs/peer_s$s.log" | grep '^RESULT')
     shell_s=$(since "$t0")
     if [ -z "$line" ]; then echo "FAIL peer seed $s: $(tail -2 "$out/runs/peer_s$s.log" | tr '\n' ' ')"; continue; fi

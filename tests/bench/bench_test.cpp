@@ -133,8 +133,9 @@ TEST(TimeToAccuracy, RowCountsMissesAsNeverInTheMedian) {
   row.runs.push_back(tta_run(3, {{2, 50}}));  // half missed: the (upper) median is a miss
   EXPECT_FALSE(row.median_seconds().has_value());
   row.runs.pop_back();
-  row.peer = {{1.5, 92.0}, {2.5, 94.1}};
-  row.peer_name = "peer_s0";
+  row.peer = {peer_run(0, {{1.5, 92.0}, {2.5, 94.1}}),
+              peer_run(1, {{1.5, 93.0}, {2.5, 93.5}, {3.5, 94.0}})};
+  row.peer_name = "peer_s0 .. peer_s1";
   Report r;
   r.options.gpu = false;
   r.env = {{"cpu", {{"model", "Test CPU"}}}};
@@ -145,14 +146,22 @@ TEST(TimeToAccuracy, RowCountsMissesAsNeverInTheMedian) {
   EXPECT_NE(md.find("| speedrun [3 seeds] | 3.00 s | 2/3 | 94.17 % | 93.00 % | 2.00 |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("| peer (peer_s0) | 2.50 s | 1/1 | 94.10 % |"), std::string::npos) << md;
+  // The peer's two seeds: 2.5 and 3.5 s, the upper middle 3.5; faster's 3.0 over it.
+  EXPECT_NE(md.find("| peer (peer_s0 .. peer_s1) [2 seeds] | 3.50 s | 2/2 | 94.05 % | 94.00 % | "
+                    "0.10 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("faster / peer, median seconds to 94 %: 0.86"), std::string::npos) << md;
   const auto j = to_json(r)["time_to_accuracy"];
   EXPECT_DOUBLE_EQ(j["target"].get<double>(), 94);
   EXPECT_EQ(j["reached"], 2);
   EXPECT_DOUBLE_EQ(j["median_seconds_to_target"].get<double>(), 3.0);
   EXPECT_TRUE(j["runs"][1]["seconds_to_target"].is_null());
-  EXPECT_DOUBLE_EQ(j["peer"]["seconds_to_target"].get<double>(), 2.5);
-  // One SVG: the matrix's bars, then the curves (3 seeds, the peer, the target line).
+  EXPECT_DOUBLE_EQ(j["peer"]["median_seconds_to_target"].get<double>(), 3.5);
+  EXPECT_DOUBLE_EQ(j["peer"]["runs"][0]["seconds_to_target"].get<double>(), 2.5);
+  EXPECT_EQ(j["peer"]["reached"], 2);
+  EXPECT_EQ(j["peer"]["name"], "peer_s0 .. peer_s1");
+  // One SVG: the matrix's bars, then the curves (3 seeds, the peer's 2, the target line).
   const auto svg = svg_chart(r);
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   EXPECT_NE(svg.find("<rect x=\"330\""), std::string::npos) << svg;  // a bar
@@ -160,8 +169,8 @@ TEST(TimeToAccuracy, RowCountsMissesAsNeverInTheMedian) {
   size_t lines = 0;
   for (size_t p = svg.find("<polyline"); p != std::string::npos; p = svg.find("<polyline", p + 1))
     ++lines;
-  EXPECT_EQ(lines, 5u);
-  for (const char* name : {"faster seed 2", "peer", "target 94 %"})
+  EXPECT_EQ(lines, 6u);
+  for (const char* name : {"faster seed 2", "peer seed 1", "target 94 %"})
     EXPECT_NE(svg.find(name), std::string::npos) << name;
 }
 
@@ -172,6 +181,13 @@ TEST(TimeToAccuracy, PeerCurveIsReadAndBadLinesAreNamed) {
   ASSERT_EQ(c.size(), 2u);
   EXPECT_DOUBLE_EQ(c[1].seconds, 2.5);
   EXPECT_DOUBLE_EQ(c[1].accuracy, 94.1);
+  std::ofstream(d / "empty.txt") << "# seconds accuracy\n\n";
+  try {
+    read_curve((d / "empty.txt").string());
+    FAIL() << "a curve without points was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("empty.txt: no"), std::string::npos) << e.what();
+  }
   std::ofstream(d / "bad.txt") << "1.5 92\nacc=93\n";
   try {
     read_curve((d / "bad.txt").string());
@@ -214,17 +230,25 @@ TEST(Bench, ShortCpuRunWithTheTimeToAccuracyRow) {
   REQUIRE_FASHION_MNIST();
   test::TempDir d;
   // Tiny: a few hundred images, speedrun at a tenth of its width; 30 % is reached in an epoch.
+  // A peer of two seeds' curves, one reaching 30 % at 7 s, the other never.
+  std::ofstream(d / "p_s0.txt") << "5 20\n7 31\n";
+  std::ofstream(d / "p_s1.txt") << "5 20\n7 25\n";
   const auto r = test::run_faster(
       "bench --cpu --rows 'single, host loader;tta' --epochs 1 --train-limit 512 --test-limit 256 "
       "--blocks 0,0,0 --batch 64 --filters 8,16,32 --tta-target 30 --tta-seeds 2 "
-      "--tta-args='--filters 8,16,32 --epochs 2 --batch 64' --out " +
-      d.path().string() + test::fashion_mnist_flag());
+      "--tta-args='--filters 8,16,32 --epochs 2 --batch 64' --tta-peer " +
+      (d / "p_s0.txt").string() + " " + (d / "p_s1.txt").string() + " --out " + d.path().string() +
+      test::fashion_mnist_flag());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto md = test::read_file(d / "bench.md");
   EXPECT_NE(md.find("| single, host loader [1] |"), std::string::npos) << md;
   EXPECT_NE(md.find("| run | seconds to 30 % | seeds reaching it |"), std::string::npos) << md;
   EXPECT_NE(md.find("| speedrun [2 seeds] | "), std::string::npos) << md;
   EXPECT_NE(md.find(" | 2/2 | "), std::string::npos) << md;
+  EXPECT_NE(md.find("| peer (p_s0 .. p_s1) [2 seeds] | not reached | 1/2 | 28.00 % | 25.00 % | "
+                    "6.00 |"),
+            std::string::npos)
+      << md;
   const auto j = nlohmann::json::parse(test::read_file(d / "bench.json"))["time_to_accuracy"];
   EXPECT_EQ(j["seeds"], 2);
   EXPECT_EQ(j["reached"], 2);
@@ -240,6 +264,7 @@ TEST(Bench, ShortCpuRunWithTheTimeToAccuracyRow) {
   const auto svg = test::read_file(d / "bench.svg");
   EXPECT_NE(svg.find("test accuracy (%)"), std::string::npos) << svg;
   EXPECT_NE(svg.find("faster seed 1"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("peer seed 1"), std::string::npos) << svg;
   EXPECT_NE(svg.find("seconds from process start"), std::string::npos) << svg;
 }
 

@@ -29,7 +29,7 @@ struct BenchOptions {
   // The time-to-accuracy row (time_to_accuracy.h): off while the target is 0.
   double tta_target = 0;
   int tta_seeds = 5;
-  std::string tta_peer;               // a peer's "seconds accuracy" curve, plotted beside
+  std::vector<std::string> tta_peer;  // a peer's "seconds accuracy" curves, one per seed
   std::vector<std::string> tta_args;  // appended to its train commands only
 };
 

@@ -44,7 +44,17 @@ std::vector<CurvePoint> read_curve(const std::string& path) {
                    "\"");
     curve.push_back(p);
   }
+  if (curve.empty()) FASTER_THROW("--tta-peer ", path, ": no \"seconds accuracy\" line");
   return curve;
+}
+
+TtaRun peer_run(int seed, std::vector<CurvePoint> curve) {
+  TtaRun r;
+  r.seed = seed;
+  r.ok = !curve.empty();
+  r.final_accuracy = curve.empty() ? 0 : curve.back().accuracy;
+  r.curve = std::move(curve);
+  return r;
 }
 
 bool TtaRow::ok() const {
@@ -115,6 +125,18 @@ std::string seconds_text(std::optional<double> s) {
 }
 }  // namespace
 
+namespace {
+// One table line: a row's seeds summed up.
+std::string summary_line(const std::string& label, const TtaRow& row) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "| %s [%zu seeds] | %s | %d/%zu | %.2f %% | %.2f %% | %.2f |\n",
+                label.c_str(), row.runs.size(), seconds_text(row.median_seconds()).c_str(),
+                row.reached(), row.runs.size(), row.mean_accuracy(), row.min_accuracy(),
+                row.spread());
+  return buf;
+}
+}  // namespace
+
 std::string tta_markdown(const TtaRow& row) {
   char buf[256];
   std::ostringstream md;
@@ -125,18 +147,17 @@ std::string tta_markdown(const TtaRow& row) {
      << " % test accuracy, median over the seeds (a miss counts as never)\n\n"
      << "| run | seconds to " << target
      << " % | seeds reaching it | final accuracy mean | min | spread "
-        "|\n|---|---|---|---|---|---|\n";
-  std::snprintf(buf, sizeof buf,
-                "| speedrun [%zu seeds] | %s | %d/%zu | %.2f %% | %.2f %% | %.2f |\n",
-                row.runs.size(), seconds_text(row.median_seconds()).c_str(), row.reached(),
-                row.runs.size(), row.mean_accuracy(), row.min_accuracy(), row.spread());
-  md << buf;
+        "|\n|---|---|---|---|---|---|\n"
+     << summary_line("speedrun", row);
   if (!row.peer.empty()) {
-    const double acc = row.peer.back().accuracy;
-    const auto s = seconds_to_target(row.peer, row.target);
-    std::snprintf(buf, sizeof buf, "| peer (%s) | %s | %d/1 | %.2f %% | %.2f %% | 0.00 |\n",
-                  row.peer_name.c_str(), seconds_text(s).c_str(), s ? 1 : 0, acc, acc);
-    md << buf;
+    const TtaRow peer = row.peer_row();
+    md << summary_line("peer (" + row.peer_name + ")", peer);
+    const auto ours = row.median_seconds(), theirs = peer.median_seconds();
+    if (ours && theirs) {
+      std::snprintf(buf, sizeof buf, "\nfaster / peer, median seconds to %s %%: %.2f\n",
+                    target.c_str(), *ours / *theirs);
+      md << buf;
+    }
   }
   return md.str();
 }
@@ -153,7 +174,9 @@ nlohmann::json optional_json(std::optional<double> v) {
 }
 }  // namespace
 
-nlohmann::json tta_json(const TtaRow& row) {
+namespace {
+// A row's summary and its runs.
+nlohmann::json seeds_json(const TtaRow& row) {
   nlohmann::json runs = nlohmann::json::array();
   for (const auto& r : row.runs)
     runs.push_back({{"seed", r.seed},
@@ -162,20 +185,25 @@ nlohmann::json tta_json(const TtaRow& row) {
                     {"final_test_accuracy", r.final_accuracy},
                     {"curve", curve_json(r.curve)},
                     {"error", r.error}});
-  nlohmann::json j = {{"command", "faster train --recipe speedrun --eval-every 1"},
-                      {"target", row.target},
-                      {"seeds", row.runs.size()},
-                      {"ok", row.ok()},
-                      {"reached", row.reached()},
-                      {"median_seconds_to_target", optional_json(row.median_seconds())},
-                      {"mean_final_test_accuracy", row.mean_accuracy()},
-                      {"min_final_test_accuracy", row.min_accuracy()},
-                      {"spread", row.spread()},
-                      {"runs", runs}};
-  if (!row.peer.empty())
-    j["peer"] = {{"name", row.peer_name},
-                 {"seconds_to_target", optional_json(seconds_to_target(row.peer, row.target))},
-                 {"curve", curve_json(row.peer)}};
+  return {{"seeds", row.runs.size()},
+          {"ok", row.ok()},
+          {"reached", row.reached()},
+          {"median_seconds_to_target", optional_json(row.median_seconds())},
+          {"mean_final_test_accuracy", row.mean_accuracy()},
+          {"min_final_test_accuracy", row.min_accuracy()},
+          {"spread", row.spread()},
+          {"runs", runs}};
+}
+}  // namespace
+
+nlohmann::json tta_json(const TtaRow& row) {
+  nlohmann::json j = seeds_json(row);
+  j["command"] = "faster train --recipe speedrun --eval-every 1";
+  j["target"] = row.target;
+  if (!row.peer.empty()) {
+    j["peer"] = seeds_json(row.peer_row());
+    j["peer"]["name"] = row.peer_name;
+  }
   return j;
 }
 
@@ -190,7 +218,7 @@ std::string tta_chart_svg(const TtaRow& row) {
     panel.series.push_back(std::move(s));
   };
   for (const auto& r : row.runs) add("faster seed " + std::to_string(r.seed), r.curve);
-  add("peer", row.peer);
+  for (const auto& r : row.peer) add("peer seed " + std::to_string(r.seed), r.curve);
   char name[32];
   std::snprintf(name, sizeof name, "target %g %%", row.target);
   panel.series.push_back({name, {{0.0, row.target}, {last, row.target}}});

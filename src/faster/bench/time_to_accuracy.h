@@ -24,6 +24,7 @@ std::optional<double> seconds_to_target(const std::vector<CurvePoint>& curve, do
 std::vector<CurvePoint> curve_of_train_json(const nlohmann::json& j);
 
 // A peer's curve: one "seconds accuracy" pair per line; blank lines and '#' comments skipped.
+// Throws naming the file and line for a line that is not a pair, or a file without one.
 std::vector<CurvePoint> read_curve(const std::string& path);
 
 struct TtaRun {
@@ -34,11 +35,17 @@ struct TtaRun {
   std::string error;  // last line of the log when !ok
 };
 
+// A peer's run read from its curve: finished, its final accuracy the curve's last point.
+TtaRun peer_run(int seed, std::vector<CurvePoint> curve);
+
 struct TtaRow {
   double target = 0;
-  std::vector<TtaRun> runs;      // one per seed
-  std::vector<CurvePoint> peer;  // empty: no peer given
+  std::vector<TtaRun> runs;  // one per seed
+  std::vector<TtaRun> peer;  // the peer's seeds, one curve each; empty: no peer given
   std::string peer_name;
+
+  // The peer's seeds as a row of their own (the same target), for the same summaries.
+  TtaRow peer_row() const { return {target, peer, {}, peer_name}; }
 
   bool ok() const;      // every run finished
   int reached() const;  // runs at the target (a failed run misses)

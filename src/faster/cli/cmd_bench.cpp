@@ -137,9 +137,14 @@ int run_bench(BenchFlags& f) {
   report.env = env_info();
   if (tta) {
     report.tta = bench::TtaRow{o.tta_target, {}, {}, ""};
-    if (!o.tta_peer.empty()) {  // read before the runs: a bad file fails in a second, not an hour
-      report.tta->peer = bench::read_curve(o.tta_peer);
-      report.tta->peer_name = fs::path(o.tta_peer).stem().string();
+    // The peer's curves are read before the runs: a bad file fails in a second, not an hour.
+    for (const auto& path : o.tta_peer)
+      report.tta->peer.push_back(
+          bench::peer_run(static_cast<int>(report.tta->peer.size()), bench::read_curve(path)));
+    if (!o.tta_peer.empty()) {
+      report.tta->peer_name = fs::path(o.tta_peer.front()).stem().string();
+      if (o.tta_peer.size() > 1)
+        report.tta->peer_name += " .. " + fs::path(o.tta_peer.back()).stem().string();
     }
   }
   Progress bar("bench", static_cast<int64_t>(cells.size()) * o.repeats + (tta ? o.tta_seeds : 0),
@@ -242,8 +247,9 @@ void add_bench(CLI::App& root, int& exit_code) {
       ->needs(target)
       ->capture_default_str();
   cmd->add_option("--tta-peer", f->o.tta_peer,
-                  "A peer's accuracy against process seconds (lines \"seconds accuracy\", e.g. "
-                  "scripts/speedrun_peer.py --curve), plotted and tabled beside the row")
+                  "A peer's accuracy against process seconds, one file per seed (lines \"seconds "
+                  "accuracy\", e.g. scripts/speedrun_peer.py --curve), tabled (median seconds to "
+                  "the target, the seeds reaching it, faster's ratio) and plotted beside the row")
       ->needs(target);
   cmd->add_option("--tta-args", f->tta_args,
                   "Extra arguments for the time-to-accuracy row's 'faster train' runs only, as one "
