@@ -90,12 +90,17 @@ if [ "$peer_seeds" -gt 0 ]; then
     if over_budget; then echo "skip peer seed $s: past BUDGET_S=$budget"; continue; fi
     t0=$(date +%s.%N)
     curve=()
+    rm -f "$out/runs/peer_s$s.curve"  # none left from an earlier call, none from a failed run
     [ "$peer_curves" = 1 ] && curve=(--curve "$out/runs/peer_s$s.curve")
     # shellcheck disable=SC2086
-    line=$(PYTHONUNBUFFERED=1 python3 scripts/speedrun_peer.py --data "$data" --seed "$s" "${curve[@]}" $peer_args 2>&1 |
+    line=$(PYTHONUNBUFFERED=1 python3 scripts/speedrun_peer.py --data "$data" --seed "$s" ${curve[@]+"${curve[@]}"} $peer_args 2>&1 |
       tee "$out/runs/peer_s$s.log" | grep '^RESULT')
     shell_s=$(since "$t0")
-    if [ -z "$line" ]; then echo "FAIL peer seed $s: $(tail -2 "$out/runs/peer_s$s.log" | tr '\n' ' ')"; continue; fi
+    if [ -z "$line" ]; then
+      echo "FAIL peer seed $s: $(tail -2 "$out/runs/peer_s$s.log" | tr '\n' ' ')"
+      rm -f "$out/runs/peer_s$s.curve"
+      continue
+    fi
     echo "peer       seed $s  $line  shell ${shell_s}s"
     acc=$(sed -E 's/.*acc=([0-9.]+).*/\1/' <<< "$line")
     p=$(sed -E 's/.*process_s=([0-9.]+).*/\1/' <<< "$line")

@@ -242,43 +242,48 @@ TEST(NvjpegLoader, AgreesOnEveryMutation) {
 }
 
 // A batch's GPU work is split into parts, one per stage thread: with three threads on batches of
-// 5 over 12 images, the last batch (2 images, padded to 5) has two empty parts.  The samples,
-// labels and images match the CPU loader's, and the padding rows are zero with kPadLabel.
+// 5 over 12 images, the last batch (2 images, padded to 5) has two empty parts; on batches of 2,
+// every batch has an empty part (more parts than images).  The samples, labels and images match
+// the CPU loader's, and padding rows are zero with kPadLabel.
 TEST(NvjpegLoader, PadsTheLastBatchAcrossParts) {
   SKIP_WITHOUT_GPU();
   test::TempDir t;
   auto src = test::make_tree(t.path(), 2, 6);
-  LoaderOptions oc = small(DecodeOn::kCpu), og = small(DecodeOn::kNvjpeg);
-  oc.last_batch = og.last_batch = LastBatch::kPad;
-  oc.transform = og.transform = Transform::kVal;
-  og.gpu_stages = 3;
-  ImageLoader cpu(src, oc), gpu(src, og);
-  for (int e = 0; e < 2; ++e) {
-    cpu.start_epoch(e), gpu.start_epoch(e);
-    int batches = 0;
-    while (auto a = cpu.next()) {
-      auto b = gpu.next();
-      ASSERT_TRUE(b.has_value());
-      ASSERT_EQ(a->indices, b->indices);
-      ASSERT_EQ(b->images.size(0), 5);
-      EXPECT_TRUE(torch::equal(a->labels.cpu(), b->labels.cpu()));
-      for (int i = 0; i < b->size; ++i) {
-        ImageBuffer x, y;
-        to_hwc(a->images, i, x);
-        to_hwc(b->images, i, y);
-        EXPECT_GE(test::psnr(x.view(), y.view()), 25.0) << src->name(a->indices[i]);
+  for (int batch : {5, 2}) {
+    LoaderOptions oc = small(DecodeOn::kCpu), og = small(DecodeOn::kNvjpeg);
+    oc.batch = og.batch = batch;
+    oc.last_batch = og.last_batch = LastBatch::kPad;
+    oc.transform = og.transform = Transform::kVal;
+    og.gpu_stages = 3;
+    ImageLoader cpu(src, oc), gpu(src, og);
+    for (int e = 0; e < 2; ++e) {
+      cpu.start_epoch(e), gpu.start_epoch(e);
+      int batches = 0;
+      while (auto a = cpu.next()) {
+        auto b = gpu.next();
+        ASSERT_TRUE(b.has_value());
+        ASSERT_EQ(a->indices, b->indices);
+        ASSERT_EQ(b->images.size(0), batch);
+        EXPECT_TRUE(torch::equal(a->labels.cpu(), b->labels.cpu()));
+        for (int i = 0; i < b->size; ++i) {
+          ImageBuffer x, y;
+          to_hwc(a->images, i, x);
+          to_hwc(b->images, i, y);
+          EXPECT_GE(test::psnr(x.view(), y.view()), 25.0) << src->name(a->indices[i]);
+        }
+        const int pad = batch - static_cast<int>(b->size);
+        if (pad > 0) {
+          EXPECT_EQ(b->images.narrow(0, b->size, pad).count_nonzero().item<int64_t>(), 0);
+          EXPECT_TRUE((b->labels.narrow(0, b->size, pad) == kPadLabel).all().item<bool>());
+        }
+        ++batches;
       }
-      if (b->size < 5) {
-        EXPECT_EQ(b->images.narrow(0, b->size, 5 - b->size).count_nonzero().item<int64_t>(), 0);
-        EXPECT_TRUE((b->labels.narrow(0, b->size, 5 - b->size) == kPadLabel).all().item<bool>());
-      }
-      ++batches;
+      EXPECT_FALSE(gpu.next().has_value());
+      EXPECT_EQ(batches, (12 + batch - 1) / batch) << "batch " << batch;
     }
-    EXPECT_FALSE(gpu.next().has_value());
-    EXPECT_EQ(batches, 3);
+    EXPECT_EQ(gpu.stats().images, 24) << "batch " << batch;
+    EXPECT_GT(gpu.stats().gpu_images, 0) << "batch " << batch;
   }
-  EXPECT_EQ(gpu.stats().images, 24);
-  EXPECT_GT(gpu.stats().gpu_images, 0);
 }
 
 TEST(NvjpegLoader, NeedsACudaDevice) {

@@ -128,12 +128,11 @@ std::string seconds_text(std::optional<double> s) {
 namespace {
 // One table line: a row's seeds summed up.
 std::string summary_line(const std::string& label, const TtaRow& row) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "| %s [%zu seeds] | %s | %d/%zu | %.2f %% | %.2f %% | %.2f |\n",
-                label.c_str(), row.runs.size(), seconds_text(row.median_seconds()).c_str(),
-                row.reached(), row.runs.size(), row.mean_accuracy(), row.min_accuracy(),
-                row.spread());
-  return buf;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, " [%zu seeds] | %s | %d/%zu | %.2f %% | %.2f %% | %.2f |\n",
+                row.runs.size(), seconds_text(row.median_seconds()).c_str(), row.reached(),
+                row.runs.size(), row.mean_accuracy(), row.min_accuracy(), row.spread());
+  return "| " + label + buf;
 }
 }  // namespace
 

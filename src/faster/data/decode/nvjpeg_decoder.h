@@ -64,7 +64,7 @@ class NvjpegDecoder {
   // Copies images `positions` of `host` (uint8, same shape, pinned) into `out`; returns when done.
   void upload(const torch::Tensor& host, const std::vector<int>& positions, torch::Tensor& out);
 
-  // Tells the CUDA allocator that `t` (made by decode()) is used on the caller's current stream,
+  // Tells the CUDA allocator that `t` (made by new_batch()) is used on the caller's current stream,
   // so its memory is not handed out again before that stream's work is done.
   static void record_use(const torch::Tensor& t);
 

@@ -349,26 +349,37 @@ void ImageLoader::stage_loop(int id) {
     const int64_t b = next_part_ / parts();
     const int part = static_cast<int>(next_part_++ % parts());
     Slot& slot = ring_[b % slots];
-    if (part == 0)
-      slot.device_images = st.decoder.new_batch(padded_rows(slot), width_, options_.layout);
+    std::string failure;
+    if (part == 0) {  // under the lock, so that the batch's other parts find it made
+      try {
+        slot.device_images = st.decoder.new_batch(padded_rows(slot), width_, options_.layout);
+      } catch (const std::exception& e) {  // the other parts then fail on the undefined tensor
+        slot.device_images = torch::Tensor();
+        failure = std::string("GPU decoding failed: ") + e.what();
+      }
+    }
+    torch::Tensor out = slot.device_images;
     ++in_flight_;
     lock.unlock();
     stage_cv_.notify_all();  // the next part may be ready for another thread
-    std::string failure;
-    try {
-      run_stage(st, slot, part);
-    } catch (const std::exception& e) {
-      failure = std::string("GPU decoding failed: ") + e.what();
+    if (failure.empty()) {
+      try {
+        run_stage(st, slot, part, out);
+      } catch (const std::exception& e) {
+        failure = std::string("GPU decoding failed: ") + e.what();
+      }
     }
     lock.lock();
     --in_flight_;
     if (!failure.empty() && error_.empty()) error_ = failure;
-    if (++slot.parts_staged == parts()) ready_cv_.notify_all();
+    // A failure wakes the consumer at once: the batch's later parts may never fill, since the
+    // workers stop claiming samples once an error is set.
+    if (++slot.parts_staged == parts() || !failure.empty()) ready_cv_.notify_all();
     if (in_flight_ == 0) idle_cv_.notify_all();
   }
 }
 
-void ImageLoader::run_stage(Stage& st, Slot& slot, int part) {
+void ImageLoader::run_stage(Stage& st, Slot& slot, int part, torch::Tensor& out) {
   const int64_t t0 = now_ns();
   st.jobs.clear();
   st.uploads.clear();
@@ -383,7 +394,8 @@ void ImageLoader::run_stage(Stage& st, Slot& slot, int part) {
     job.size = slot.jpeg[p].size();
     st.jobs.push_back(job);
   }
-  st.decoder.decode(st.jobs, options_.layout, slot.device_images, st.refused);
+  if (!out.defined()) FASTER_THROW("the batch's device tensor was not made");
+  st.decoder.decode(st.jobs, options_.layout, out, st.refused);
   // Refused images go through the CPU path, bad-image policy included (nvJPEG may have refused
   // a corrupt one), from the bytes read at hand-over (swapped in, so no file is read twice); a
   // decode counts its bytes, so take back the count made at hand-over.
@@ -396,7 +408,7 @@ void ImageLoader::run_stage(Stage& st, Slot& slot, int part) {
     std::swap(st.cpu.sample.bytes, slot.jpeg[p]);  // both buffers keep their capacity
     st.uploads.push_back(p);
   }
-  st.decoder.upload(slot.images, st.uploads, slot.device_images);
+  st.decoder.upload(slot.images, st.uploads, out);
   const NvjpegTiming timing = st.decoder.take_timing();
   gpu_parse_ns_ += timing.parse_ns, gpu_call_ns_ += timing.call_ns, gpu_wait_ns_ += timing.wait_ns;
   gpu_ns_ += now_ns() - t0;

@@ -122,7 +122,7 @@ class ImageLoader : public Loader {
                    bool count_bad, bool allow_gpu, bool have_bytes);
   bool cpu_takes(Worker& w, const RegionF& want);
   void stage_loop(int id);
-  void run_stage(Stage& st, Slot& slot, int part);
+  void run_stage(Stage& st, Slot& slot, int part, torch::Tensor& out);
   // nvJPEG: the parts a batch's GPU stage is split into, and the first position of part k.
   int parts() const { return parts_; }
   int part_begin(int k) const { return (k * options_.batch + parts() - 1) / parts(); }
