@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <tuple>
 
 #include "faster/bench/matrix.h"
 #include "faster/core/error.h"
@@ -181,19 +182,17 @@ TEST(TimeToAccuracy, PeerCurveIsReadAndBadLinesAreNamed) {
   ASSERT_EQ(c.size(), 2u);
   EXPECT_DOUBLE_EQ(c[1].seconds, 2.5);
   EXPECT_DOUBLE_EQ(c[1].accuracy, 94.1);
-  std::ofstream(d / "empty.txt") << "# seconds accuracy\n\n";
-  try {
-    read_curve((d / "empty.txt").string());
-    FAIL() << "a curve without points was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("empty.txt: no"), std::string::npos) << e.what();
-  }
-  std::ofstream(d / "bad.txt") << "1.5 92\nacc=93\n";
-  try {
-    read_curve((d / "bad.txt").string());
-    FAIL() << "a bad line was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("bad.txt:2"), std::string::npos) << e.what();
+  // Refused, the message naming the file (and the line): no point at all, a line not a pair.
+  for (const auto& [file, text, named] :
+       {std::tuple{"empty.txt", "# seconds accuracy\n\n", "empty.txt: no"},
+        std::tuple{"bad.txt", "1.5 92\nacc=93\n", "bad.txt:2"}}) {
+    std::ofstream(d / file) << text;
+    try {
+      read_curve((d / file).string());
+      ADD_FAILURE() << file << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -167,19 +167,19 @@ LoaderOptions small(DecodeOn decode) {
 
 // Runs a CPU and an nvJPEG loader over `src` for two epochs and compares them: the same samples,
 // labels and skips, and as many reads (a refused image is decoded from the bytes read before).
-// Images are compared (PSNR at least 25 dB) unless `damaged` says the file is damaged: libjpeg
-// and nvJPEG decode damaged bits to different pixels.  25 dB, not the decoder test's 30: the CPU
-// decodes a large crop at a reduced DCT scale and nvJPEG at full size, so these 32 px outputs
-// differ more (27.9-30+ dB measured on an H200, 2026-12-03); another image gives 10-15 dB.
+// `o` is both loaders' options (the nvJPEG fields only matter to the second).  Images are compared
+// (PSNR at least 25 dB) unless `damaged` says the file is damaged: libjpeg and nvJPEG decode
+// damaged bits to different pixels.  25 dB, not the decoder test's 30: the CPU decodes a large
+// crop at a reduced DCT scale and nvJPEG at full size, so these 32 px outputs differ more
+// (27.9-30+ dB measured on an H200, 2026-12-03); another image gives 10-15 dB.  Padding rows of
+// the nvJPEG batches are zero, labelled kPadLabel.
 template <typename Damaged>
-void expect_loaders_agree(std::shared_ptr<const Source> source, bool train, double cpu_share,
-                          Damaged damaged) {
+void expect_loaders_agree(std::shared_ptr<const Source> source, LoaderOptions o, Damaged damaged) {
   auto cpu_src = std::make_shared<CountingSource>(source);
   auto gpu_src = std::make_shared<CountingSource>(source);
-  LoaderOptions oc = small(DecodeOn::kCpu), og = small(DecodeOn::kNvjpeg);
-  oc.transform = og.transform = train ? Transform::kTrain : Transform::kVal;
-  og.cpu_share.value = cpu_share;
-  ImageLoader cpu(cpu_src, oc), gpu(gpu_src, og);
+  LoaderOptions og = o;
+  o.decode = DecodeOn::kCpu, og.decode = DecodeOn::kNvjpeg;
+  ImageLoader cpu(cpu_src, o), gpu(gpu_src, og);
   for (int e = 0; e < 2; ++e) {
     cpu.start_epoch(e), gpu.start_epoch(e);
     int batches = 0;
@@ -187,8 +187,9 @@ void expect_loaders_agree(std::shared_ptr<const Source> source, bool train, doub
       auto b = gpu.next();
       ASSERT_TRUE(b.has_value());
       ASSERT_EQ(a->indices, b->indices);
+      ASSERT_EQ(a->images.sizes(), b->images.sizes());
       EXPECT_TRUE(torch::equal(a->labels.cpu(), b->labels.cpu()));
-      for (int i = 0; i < a->images.size(0); ++i) {
+      for (int i = 0; i < b->size; ++i) {
         const std::string name = source->name(a->indices[i]);
         if (damaged(name)) continue;
         ImageBuffer x, y;
@@ -196,6 +197,8 @@ void expect_loaders_agree(std::shared_ptr<const Source> source, bool train, doub
         to_hwc(b->images, i, y);
         EXPECT_GE(test::psnr(x.view(), y.view()), 25.0) << name;
       }
+      const int64_t pad = b->images.size(0) - b->size;
+      if (pad > 0) EXPECT_EQ(b->images.narrow(0, b->size, pad).count_nonzero().item<int64_t>(), 0);
       ++batches;
     }
     EXPECT_FALSE(gpu.next().has_value());
@@ -206,6 +209,13 @@ void expect_loaders_agree(std::shared_ptr<const Source> source, bool train, doub
   EXPECT_EQ(cpu.stats().bytes, gpu.stats().bytes);
   EXPECT_EQ(cpu_src->reads(), gpu_src->reads());
   EXPECT_GT(gpu.stats().gpu_images, 0);
+}
+
+LoaderOptions agree_options(bool train, double cpu_share) {
+  LoaderOptions o = small(DecodeOn::kNvjpeg);
+  o.transform = train ? Transform::kTrain : Transform::kVal;
+  o.cpu_share.value = cpu_share;
+  return o;
 }
 
 // Same seed, same crops: the nvJPEG loader delivers the same samples, labels and skips as the CPU
@@ -220,7 +230,8 @@ TEST(NvjpegLoader, AgreesWithTheCpuLoader) {
   const auto damaged = [](const std::string& name) {
     return name.find("/e/") != std::string::npos;
   };
-  for (bool train : {true, false}) expect_loaders_agree(src, train, train ? 0.3 : 0.0, damaged);
+  for (bool train : {true, false})
+    expect_loaders_agree(src, agree_options(train, train ? 0.3 : 0.0), damaged);
 }
 
 // The 200 seeded mutations of data/jpeg_mutations.h (flipped bits, replaced, inserted and deleted
@@ -238,51 +249,23 @@ TEST(NvjpegLoader, AgreesOnEveryMutation) {
   const auto damaged = [](const std::string& name) {
     return name.find("/m/") != std::string::npos;
   };
-  expect_loaders_agree(src, /*train=*/true, 0.0, damaged);
+  expect_loaders_agree(src, agree_options(/*train=*/true, 0.0), damaged);
 }
 
 // A batch's GPU work is split into parts, one per stage thread: with three threads on batches of
 // 5 over 12 images, the last batch (2 images, padded to 5) has two empty parts; on batches of 2,
-// every batch has an empty part (more parts than images).  The samples, labels and images match
-// the CPU loader's, and padding rows are zero with kPadLabel.
+// every batch has an empty part (more parts than images).  The loaders agree as above, padding
+// included (the labels: kPadLabel in both).
 TEST(NvjpegLoader, PadsTheLastBatchAcrossParts) {
   SKIP_WITHOUT_GPU();
   test::TempDir t;
   auto src = test::make_tree(t.path(), 2, 6);
   for (int batch : {5, 2}) {
-    LoaderOptions oc = small(DecodeOn::kCpu), og = small(DecodeOn::kNvjpeg);
-    oc.batch = og.batch = batch;
-    oc.last_batch = og.last_batch = LastBatch::kPad;
-    oc.transform = og.transform = Transform::kVal;
-    og.gpu_stages = 3;
-    ImageLoader cpu(src, oc), gpu(src, og);
-    for (int e = 0; e < 2; ++e) {
-      cpu.start_epoch(e), gpu.start_epoch(e);
-      int batches = 0;
-      while (auto a = cpu.next()) {
-        auto b = gpu.next();
-        ASSERT_TRUE(b.has_value());
-        ASSERT_EQ(a->indices, b->indices);
-        ASSERT_EQ(b->images.size(0), batch);
-        EXPECT_TRUE(torch::equal(a->labels.cpu(), b->labels.cpu()));
-        for (int i = 0; i < b->size; ++i) {
-          ImageBuffer x, y;
-          to_hwc(a->images, i, x);
-          to_hwc(b->images, i, y);
-          EXPECT_GE(test::psnr(x.view(), y.view()), 25.0) << src->name(a->indices[i]);
-        }
-        const int pad = batch - static_cast<int>(b->size);
-        if (pad > 0) {
-          EXPECT_EQ(b->images.narrow(0, b->size, pad).count_nonzero().item<int64_t>(), 0);
-          EXPECT_TRUE((b->labels.narrow(0, b->size, pad) == kPadLabel).all().item<bool>());
-        }
-        ++batches;
-      }
-      EXPECT_FALSE(gpu.next().has_value());
-      EXPECT_EQ(batches, (12 + batch - 1) / batch) << "batch " << batch;
-    }
-    EXPECT_EQ(gpu.stats().images, 24) << "batch " << batch;
-    EXPECT_GT(gpu.stats().gpu_images, 0) << "batch " << batch;
+    LoaderOptions o = agree_options(/*train=*/false, 0.0);
+    o.batch = batch;
+    o.last_batch = LastBatch::kPad;
+    o.gpu_stages = 3;
+    expect_loaders_agree(src, o, [](const std::string&) { return false; });
   }
 }
 
