@@ -4,9 +4,9 @@
 //
 // nvJPEG facts this relies on: the handle is thread-safe but states and bitstream objects are not
 // (one decoder per thread owns all three); the batch size is re-initialized before every call; one
-// bad image fails a whole batched call, with no per-image status (the whole batch then goes back
-// to the CPU); the hardware decoder writes its outputs when called rather than in stream order,
-// so the arena must be idle at each call (decode() ends with a stream sync).
+// bad image fails a whole batched call, with no per-image status (all of the call's images then go
+// back to the CPU); the hardware decoder writes its outputs when called rather than in stream
+// order, so the arena must be idle at each call (decode() ends with a stream sync).
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -200,7 +200,7 @@ void NvjpegDecoder::decode(const std::vector<GpuJpeg>& jobs, Layout layout, torc
   if (s == NVJPEG_STATUS_SUCCESS)
     s = nvjpegDecodeBatched(m.handle, m.state, m.data.data(), m.lengths.data(), m.images.data(),
                             stream);
-  if (s != NVJPEG_STATUS_SUCCESS) {  // no per-image status: the CPU redoes the whole batch
+  if (s != NVJPEG_STATUS_SUCCESS) {  // no per-image status: the CPU redoes all of the call's images
     m.timing.call_ns += now_ns() - t1;
     synchronize(stream, m.timing.wait_ns, "synchronize after a failed nvJPEG batch");
     for (int i : m.taken) refused.push_back(i);
