@@ -71,8 +71,8 @@ CLI::Option* add_enum_option(CLI::App* cmd, const std::string& flag, E& value,
 }
 
 // The nvJPEG loader's two knobs, as `faster load` and `faster train` both take them: --cpu-share
-// (images the CPU threads decode anyway: a number or auto) and --nvjpeg-threads (batches in
-// flight on the GPU).
+// (images the CPU threads decode anyway: a number or auto) and --nvjpeg-threads (threads feeding
+// the GPU's decoder, each taking a part of every batch).
 void add_nvjpeg_options(CLI::App* cmd, data::CpuShare& cpu_share, int& threads);
 
 // Path of the `faster` program (to start more of it: bench runs, DDP ranks); in faster-torch, the

@@ -114,7 +114,6 @@ ImageLoader::ImageLoader(std::shared_ptr<const Source> source, LoaderOptions opt
       sampler_(source_->size(), options.sampler),
       copy_(options.device, ring_slots(options)) {
   share_.store(options_.cpu_share.value);
-  parts_ = gpu() ? options_.gpu_stages : 0;
   if (pixel_shape_ && gpu())
     throw Error(
         "--decode nvjpeg decodes JPEG files, but " + source_->describe() + " holds decoded pixels",
@@ -151,8 +150,7 @@ ImageLoader::ImageLoader(std::shared_ptr<const Source> source, LoaderOptions opt
       slot.jpeg.resize(options_.batch);
       slot.gpu.resize(options_.batch);
       slot.on_gpu.assign(options_.batch, 0);
-      slot.part_expected.assign(parts_, 0);
-      slot.part_filled.assign(parts_, 0);
+      slot.part_filled.assign(parts(), 0);
     }
   }
   // Float output from uint8 batches: normalized on the device (always so with nvJPEG).
@@ -286,11 +284,7 @@ void ImageLoader::worker_loop(int id) {
       slot.expected =
           static_cast<int>(std::min<int64_t>(options_.batch, total_tasks_ - b * options_.batch));
       slot.parts_staged = 0;
-      for (int k = 0; k < parts(); ++k) {
-        slot.part_filled[k] = 0;
-        slot.part_expected[k] = std::max(
-            0, std::min(part_begin(k + 1), slot.expected) - std::min(part_begin(k), slot.expected));
-      }
+      std::fill(slot.part_filled.begin(), slot.part_filled.end(), 0);
     }
     ++in_flight_;
     lock.unlock();
@@ -301,7 +295,7 @@ void ImageLoader::worker_loop(int id) {
     bool part_done = false;
     for (int k = 0; k < count && gpu(); ++k) {
       const int part = part_of(static_cast<int>((task + k) % options_.batch));
-      part_done |= ++slot.part_filled[part] == slot.part_expected[part];
+      part_done |= ++slot.part_filled[part] == part_size(slot, part);
     }
     if (part_done) stage_cv_.notify_all();
     if ((slot.filled += count) == slot.expected) ready_cv_.notify_all();
@@ -343,7 +337,7 @@ void ImageLoader::stage_loop(int id) {
       if (stop_) return true;
       const Slot& s = ring_[next_part_ / parts() % slots];
       const int k = static_cast<int>(next_part_ % parts());
-      return s.batch == next_part_ / parts() && s.part_filled[k] == s.part_expected[k];
+      return s.batch == next_part_ / parts() && s.part_filled[k] == part_size(s, k);
     });
     if (stop_) return;
     const int64_t b = next_part_ / parts();
@@ -383,8 +377,8 @@ void ImageLoader::run_stage(Stage& st, Slot& slot, int part, torch::Tensor& out)
   const int64_t t0 = now_ns();
   st.jobs.clear();
   st.uploads.clear();
-  const int end = std::min(part_begin(part + 1), slot.expected);
-  for (int p = part_begin(part); p < end; ++p) {
+  const int begin = std::min(part_begin(part), slot.expected);
+  for (int p = begin; p < begin + part_size(slot, part); ++p) {
     if (!slot.on_gpu[p]) {
       st.uploads.push_back(p);
       continue;

@@ -105,8 +105,8 @@ class ImageLoader : public Loader {
     std::vector<uint8_t> on_gpu;
     torch::Tensor device_images;
     // nvJPEG: the batch's positions fall into parts (part_begin()), each staged on its own as soon
-    // as its samples are in: per part, the samples expected and those filled; the parts done.
-    std::vector<int> part_expected, part_filled;
+    // as its samples are in (part_filled reaches part_size()); the parts done.
+    std::vector<int> part_filled;
     int parts_staged = 0;
   };
   struct Worker;
@@ -123,9 +123,13 @@ class ImageLoader : public Loader {
   bool cpu_takes(Worker& w, const RegionF& want);
   void stage_loop(int id);
   void run_stage(Stage& st, Slot& slot, int part, torch::Tensor& out);
-  // nvJPEG: the parts a batch's GPU stage is split into, and the first position of part k.
-  int parts() const { return parts_; }
+  // nvJPEG: the parts a batch's GPU stage is split into, one per stage thread (0 without nvJPEG),
+  // the first position of part k, and its samples in `s` (fewer, maybe none, in a last batch).
+  int parts() const { return gpu() ? options_.gpu_stages : 0; }
   int part_begin(int k) const { return (k * options_.batch + parts() - 1) / parts(); }
+  int part_size(const Slot& s, int k) const {
+    return std::min(part_begin(k + 1), s.expected) - std::min(part_begin(k), s.expected);
+  }
   int part_of(int position) const { return position * parts() / options_.batch; }
   bool staged(const Slot& s) const { return s.parts_staged == parts(); }
   bool gpu() const { return options_.decode == DecodeOn::kNvjpeg; }
@@ -154,7 +158,6 @@ class ImageLoader : public Loader {
   mutable std::mutex mutex_;
   std::condition_variable work_cv_, ready_cv_, idle_cv_;
   std::vector<int64_t> order_;  // this epoch's sample indices
-  int parts_ = 0;               // nvJPEG: one per GPU stage thread (0 without nvJPEG)
   int64_t next_part_ = 0;       // nvJPEG: the next part to stage, batch * parts() + part, in order
   int64_t epoch_ = -1, next_task_ = 0, total_tasks_ = 0, released_ = 0, consumed_ = 0;
   int in_flight_ = 0;
