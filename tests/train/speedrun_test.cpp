@@ -8,6 +8,7 @@
 
 #include "faster/core/error.h"
 #include "faster/models/registry.h"
+#include "faster/train/checkpoint.h"
 #include "faster/train/stepper.h"
 #include "faster/train/trainer.h"
 #include "support/test_support.h"
@@ -88,6 +89,30 @@ TEST(Speedrun, StepWarmUpLeavesTheRunUntouched) {
   EXPECT_EQ(warmed.options["tta"], true);
 }
 
+// --freeze-whitening: the stem leaves training exactly as whitened (one epoch or two: the same
+// bits), while the layers after it learn; without it the stem moves too.
+TEST(Speedrun, FrozenWhiteningStaysAsInitialised) {
+  REQUIRE_FASHION_MNIST();
+  test::TempDir d;
+  auto o = tiny_speedrun();
+  const auto weights = [&](int epochs, bool freeze, const char* name) {
+    o.epochs = epochs, o.freeze_whitening = freeze, o.save = (d / name).string();
+    train(o);
+    return read_state_dict(o.save);
+  };
+  const auto one = weights(1, true, "one.pt"), two = weights(2, true, "two.pt");
+  const auto moving = weights(2, false, "moving.pt");
+  for (const char* k : {"stem.weight", "stem.bias"}) {
+    EXPECT_TRUE(torch::equal(one.at(k), two.at(k))) << k;
+    EXPECT_FALSE(torch::allclose(two.at(k), moving.at(k), 1e-4, 1e-6)) << k;
+  }
+  EXPECT_FALSE(torch::allclose(one.at("stages.0.conv0.weight"), two.at("stages.0.conv0.weight"),
+                               1e-4, 1e-6));
+  // Nothing to keep without whitening: refused, not ignored.
+  o.whiten = false, o.freeze_whitening = true;
+  EXPECT_THROW(train(o), Error);
+}
+
 TEST(Speedrun, RecipeImprovesOnItsFirstEpochAndCountsFromProcessStart) {
   REQUIRE_FASHION_MNIST();
   test::TempDir d;
@@ -105,6 +130,7 @@ TEST(Speedrun, RecipeImprovesOnItsFirstEpochAndCountsFromProcessStart) {
   EXPECT_EQ(j["options"]["translate"], 2);
   EXPECT_EQ(j["options"]["flip"], "on");
   EXPECT_EQ(j["options"]["whiten"], true);
+  EXPECT_EQ(j["options"]["freeze_whitening"], true);
   EXPECT_EQ(j["options"]["filters"], (std::vector<int>{8, 16, 32}));
   EXPECT_EQ(j["options"]["blocks"], (std::vector<int>{1, 1, 1}));
   const auto& epochs = j["epochs"];

@@ -223,6 +223,9 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
                "image (where --flip applies)");
   sr->add_flag("--whiten,!--no-whiten", o.whiten,
                "speednet: start the stem as the whitening of the training images' 3x3 patches");
+  sr->add_flag("--freeze-whitening,!--train-whitening", o.freeze_whitening,
+               "speednet: keep the whitened stem as initialised (speedrun: on; its backward "
+               "pass is then skipped)");
   sr->add_flag("--prewarm,!--no-prewarm", o.prewarm,
                "Read the data while the GPU and its libraries start, and run every step shape "
                "once (CUDA graphs captured) before the first epoch");
@@ -288,6 +291,7 @@ void apply_recipe(TrainFlags& f) {
   if (unset("--flip")) o.flip = r.flip;
   if (unset("--tta")) o.tta = r.tta;
   if (unset("--whiten")) o.whiten = r.whiten;
+  if (unset("--freeze-whitening")) o.freeze_whitening = r.freeze_whitening && o.whiten;
   if (unset("--prewarm")) o.prewarm = r.prewarm;
   if (unset("--loader")) o.loader = r.loader;
   if (unset("--last-batch")) o.last_batch = r.last_batch;

@@ -52,7 +52,8 @@ struct Entry {
   std::function<int(const ModelOptions&)> min_input_size;
   data::Normalization norm;
   Widths widths;
-  std::function<void(Model&, const torch::Tensor&)> init_from_data;  // may be empty
+  // Returns the parameters it set; may be empty.
+  std::function<std::vector<torch::Tensor>(Model&, const torch::Tensor&)> init_from_data;
 };
 
 data::Normalization unit_normalization() {
@@ -80,7 +81,9 @@ const std::vector<Entry>& registry() {
          unit_normalization(),
          {{1, 1, 1}, {64, 128, 256}},
          [](Model& m, const torch::Tensor& images) {
-           dynamic_cast<SpeedNetImpl&>(m.module()).init_whitening(images);
+           auto& net = dynamic_cast<SpeedNetImpl&>(m.module());
+           net.init_whitening(images);
+           return net.stem()->parameters();
          }},
     };
     // Any side works (the last stage's map pools to 1x1); below 32 px it is 1x1 from layer3 on.
@@ -121,11 +124,9 @@ Widths default_widths(const std::string& name) {
   return find(name).widths;
 }
 
-bool init_from_data(Model& model, const torch::Tensor& images) {
+std::vector<torch::Tensor> init_from_data(Model& model, const torch::Tensor& images) {
   const auto& init = find(model.name()).init_from_data;
-  if (!init) return false;
-  init(model, images);
-  return true;
+  return init ? init(model, images) : std::vector<torch::Tensor>{};
 }
 
 int min_input_size(const ModelOptions& options) {

@@ -55,9 +55,9 @@ struct Widths {
 Widths default_widths(const std::string& name);
 
 // Initialises the layers of `model` that start from the data (SpeedNet's whitening stem) from
-// `images` ([n, C, H, W] float, normalized as the model sees them); false when the architecture
-// has none.
-bool init_from_data(Model& model, const torch::Tensor& images);
+// `images` ([n, C, H, W] float, normalized as the model sees them) and returns the parameters it
+// set; none when the architecture has no such layer.
+std::vector<torch::Tensor> init_from_data(Model& model, const torch::Tensor& images);
 
 // The smallest image side the architecture accepts (ThinNet's unpadded convs shrink the map).
 int min_input_size(const ModelOptions& options);

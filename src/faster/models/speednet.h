@@ -54,6 +54,7 @@ class SpeedNetImpl : public torch::nn::Cloneable<SpeedNetImpl>, public Classifie
   void init_whitening(const torch::Tensor& images, double eps = 5e-4);
 
   const SpeedNetOptions& options() const { return options_; }
+  const torch::nn::Conv2d& stem() const { return stem_; }
 
  private:
   SpeedNetOptions options_;

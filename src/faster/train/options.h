@@ -97,12 +97,15 @@ struct TrainOptions {
   // Small datasets as stored, device loader: shift by up to `translate` pixels (zeros enter) and
   // flip per `flip`; `tta`: evaluate the mean of the logits of each test image and its mirror
   // image (where flips apply).  `whiten`: start the model's data-initialised layers from the
-  // training images (SpeedNet's stem).  `prewarm`: read the data in a thread while the device and
-  // its libraries start, and run each step shape once (graphs captured) before the first epoch.
+  // training images (SpeedNet's stem); `freeze_whitening`: and keep them so (airbench's frozen
+  // whitening: no gradient for them, nor for anything before them).  `prewarm`: read the data in a
+  // thread while the device and its libraries start, and run each step shape once (graphs captured)
+  // before the first epoch.
   int translate = 0;
   Flip flip = Flip::kOff;
   bool tta = false;
   bool whiten = false;
+  bool freeze_whitening = false;
   bool prewarm = false;
 
   bool cudnn_benchmark = false;

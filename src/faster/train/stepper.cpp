@@ -13,6 +13,14 @@ namespace {
 
 constexpr int kEagerStepsBeforeCapture = 3;
 
+// The parameters the optimizer moves (a frozen whitening stem is not one of them).
+std::vector<torch::Tensor> trainable(const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> out;
+  for (const auto& p : params)
+    if (p.requires_grad()) out.push_back(p);
+  return out;
+}
+
 // Turns cuDNN benchmarking off for a scope (a short batch, whose shape is not worth tuning).
 class CudnnBenchmarkOff {
  public:
@@ -44,12 +52,14 @@ Stepper::Stepper(models::Model model, const TrainOptions& o, torch::Device devic
     : o_(o),
       device_(device),
       model_(std::move(model)),
-      sgd_(model_->parameters(), o.sgd),
+      sgd_(trainable(model_->parameters()), o.sgd),
       input_nhwc_(input_nhwc),
       dp_devices_(std::move(dp_devices)) {
   if (dist) {
     // Every rank starts from rank 0's weights, as DDP's constructor does.
     dist->broadcast_from_rank0(sgd_.flat_params());
+    for (auto& p : model_->parameters())
+      if (!p.requires_grad()) dist->broadcast_from_rank0(p);
     for (auto& b : model_->buffers()) dist->broadcast_from_rank0(b);
     reducer_ = std::make_unique<GradReducer>(*dist, sgd_.params(), sgd_.offsets(),
                                              static_cast<int64_t>(o.bucket_mb * (1 << 20)));

@@ -356,8 +356,10 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
     if (!d.arrays()) FASTER_THROW("--whiten needs a small array dataset");
     const auto images =
         first_images(*d.train_arrays, 2000, models::input_normalization(o.model), device);
-    if (!models::init_from_data(model, images))
-      FASTER_THROW("--whiten: ", o.model, " has no layer initialised from the data");
+    const auto set = models::init_from_data(model, images);
+    if (set.empty()) FASTER_THROW("--whiten: ", o.model, " has no layer initialised from the data");
+    if (o.freeze_whitening)
+      for (auto p : set) p.requires_grad_(false);
   }
 
   MetricsLog log(is_main ? o.log_dir : std::string());
