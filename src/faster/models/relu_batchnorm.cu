@@ -8,8 +8,6 @@
 //   0.
 // NHWC tensors are read as 16-byte packs of V channels by a thread whose channels stay fixed over
 // its rows (no index arithmetic per element); NCHW tensors by blocks that own one channel.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -18,41 +16,13 @@
 
 #include "faster/core/cuda_check.h"
 #include "faster/core/error.h"
+#include "faster/models/kernel_elements.cuh"
 #include "faster/models/relu_batchnorm_kernels.h"
 
 namespace faster::models::kernels {
 namespace {
 
 constexpr int kThreads = 256;
-
-__device__ __forceinline__ float to_float(float v) {
-  return v;
-}
-__device__ __forceinline__ float to_float(__half v) {
-  return __half2float(v);
-}
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) {
-  return __bfloat162float(v);
-}
-template <typename T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ float from_float<float>(float v) {
-  return v;
-}
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-
-template <typename T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
 
 // Forward sums (r, r^2); backward sums (dout, dout * r); r = max(y, 0).
 template <bool kBackward>
@@ -283,21 +253,6 @@ __global__ void apply_nchw(const T* __restrict__ y, const T* __restrict__ g, T* 
   for (int64_t s = threadIdx.x; s < hw; s += blockDim.x)
     out[base + s] = from_float<T>(apply_one<kBackward>(
         to_float(y[base + s]), kBackward ? to_float(g[base + s]) : 0.0f, k, c1, c0));
-}
-
-int sm_count() {
-  static const int n = [] {
-    int device = 0, count = 0;
-    FASTER_CHECK_CUDA(cudaGetDevice(&device), "query of the current device");
-    FASTER_CHECK_CUDA(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device),
-                      "query of the SM count");
-    return std::max(count, 1);
-  }();
-  return n;
-}
-
-int element_bytes(ElementType t) {
-  return t == ElementType::kFloat ? 4 : 2;
 }
 
 // Channels per 16-byte pack for NHWC (1 where c or an address does not allow packs); 0 when the

@@ -11,26 +11,11 @@
 
 namespace faster::models {
 namespace {
+using kernels::element_type;
 using kernels::ElementType;
 using kernels::NormShape;
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
-
-bool element_type(torch::ScalarType t, ElementType& out) {
-  switch (t) {
-    case torch::kFloat:
-      out = ElementType::kFloat;
-      return true;
-    case torch::kHalf:
-      out = ElementType::kHalf;
-      return true;
-    case torch::kBFloat16:
-      out = ElementType::kBFloat16;
-      return true;
-    default:
-      return false;
-  }
-}
 
 NormShape shape_of(const torch::Tensor& y) {
   NormShape s;

@@ -7,9 +7,9 @@
 
 #include <cstdint>
 
-namespace faster::models::kernels {
+#include "faster/models/kernel_elements.h"
 
-enum class ElementType { kFloat, kHalf, kBFloat16 };
+namespace faster::models::kernels {
 
 // A [n, c, h, w] tensor, dense in NCHW (channels_last = false) or NHWC (true) order.
 struct NormShape {
