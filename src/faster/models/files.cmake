@@ -1,13 +1,16 @@
 # models: the registry; ThinNet (the seed's model) and, with CUDA, its fused ReLU + BatchNorm
-# kernels; torchvision's ResNet-18/34/50; SpeedNet (the speedrun recipe's).
+# kernels; torchvision's ResNet-18/34/50; SpeedNet (the speedrun recipe's) and, with CUDA, its
+# max-pool kernels.
 list(APPEND FASTER_TORCH_SOURCES src/faster/models/registry.cpp src/faster/models/thinnet.cpp
      src/faster/models/resnet.cpp src/faster/models/sync_batchnorm.cpp
      src/faster/models/speednet.cpp)
 if(FASTER_CUDA)
   list(APPEND FASTER_TORCH_SOURCES src/faster/models/relu_batchnorm_cuda.cpp
-                                   src/faster/models/batchnorm_relu_cudnn.cpp)
-  list(APPEND FASTER_CUDA_SOURCES src/faster/models/relu_batchnorm.cu)
+                                   src/faster/models/batchnorm_relu_cudnn.cpp
+                                   src/faster/models/max_pool_cuda.cpp)
+  list(APPEND FASTER_CUDA_SOURCES src/faster/models/relu_batchnorm.cu src/faster/models/max_pool.cu)
 else()
   list(APPEND FASTER_TORCH_SOURCES src/faster/models/relu_batchnorm_none.cpp
-                                   src/faster/models/batchnorm_relu_none.cpp)
+                                   src/faster/models/batchnorm_relu_none.cpp
+                                   src/faster/models/max_pool_none.cpp)
 endif()

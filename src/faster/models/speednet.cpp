@@ -6,6 +6,7 @@
 #include <string>
 
 #include "faster/core/error.h"
+#include "faster/models/max_pool.h"
 
 namespace faster::models {
 namespace nn = torch::nn;
@@ -31,7 +32,7 @@ class StageImpl : public nn::Cloneable<StageImpl> {
   torch::Tensor forward(torch::Tensor x) {
     for (size_t j = 0; j < convs_.size(); ++j) {
       x = convs_[j]->forward(x);
-      if (j == 0) x = torch::max_pool2d(x, 2);
+      if (j == 0) x = max_pool2x2(x);
       x = torch::gelu(bns_[j]->forward(x));
     }
     return x;

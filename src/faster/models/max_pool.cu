@@ -1,0 +1,148 @@
+// 2x2 max-pool kernels, NHWC.  A thread owns one 16-byte pack of V channels of one output pixel:
+// forward it reads the pack at the window's four input pixels and writes their largest; backward it
+// reads the same four packs and the output gradient's pack, finds each channel's first largest
+// value again (no index buffer is stored), and writes the input gradient's four packs.  Each byte
+// is read or written once: memory-bound, as the work is.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "faster/core/cuda_check.h"
+#include "faster/core/error.h"
+#include "faster/models/kernel_elements.cuh"
+#include "faster/models/max_pool_kernels.h"
+
+namespace faster::models::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+
+// The offsets of a thread's four input packs and its output pack.
+struct Window {
+  int64_t in[4], out;
+  __device__ Window(int64_t i, int64_t lanes, int64_t ho, int64_t wo, int64_t h, int64_t w,
+                    int64_t c, int v) {
+    const int64_t lane = i % lanes, pixel = i / lanes;
+    const int64_t ox = pixel % wo, t = pixel / wo, oy = t % ho, b = t / ho;
+    out = pixel * c + lane * v;
+    const int64_t top = ((b * h + 2 * oy) * w + 2 * ox) * c + lane * v;
+    in[0] = top, in[1] = top + c, in[2] = top + w * c, in[3] = top + w * c + c;
+  }
+};
+
+// Which of the four values LibTorch's kernel keeps: the first, unless a later one is larger or NaN.
+__device__ __forceinline__ int first_largest(const float (&v)[4]) {
+  int k = 0;
+  float m = v[0];
+  for (int j = 1; j < 4; ++j)
+    if (v[j] > m || isnan(v[j])) m = v[j], k = j;
+  return k;
+}
+
+template <typename T, int V>
+__global__ void pool_forward(const T* __restrict__ x, T* __restrict__ y, int64_t packs,
+                             int64_t lanes, int64_t ho, int64_t wo, int64_t h, int64_t w,
+                             int64_t c) {
+  using P = Pack<T, V>;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < packs;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const Window win(i, lanes, ho, wo, h, w, c, V);
+    P in[4], out;
+    for (int k = 0; k < 4; ++k) in[k] = *reinterpret_cast<const P*>(x + win.in[k]);
+    for (int j = 0; j < V; ++j) {
+      const float v[4] = {to_float(in[0].v[j]), to_float(in[1].v[j]), to_float(in[2].v[j]),
+                          to_float(in[3].v[j])};
+      out.v[j] = in[first_largest(v)].v[j];
+    }
+    *reinterpret_cast<P*>(y + win.out) = out;
+  }
+}
+
+template <typename T, int V>
+__global__ void pool_backward(const T* __restrict__ x, const T* __restrict__ dy, T* __restrict__ dx,
+                              int64_t packs, int64_t lanes, int64_t ho, int64_t wo, int64_t h,
+                              int64_t w, int64_t c) {
+  using P = Pack<T, V>;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < packs;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const Window win(i, lanes, ho, wo, h, w, c, V);
+    P in[4], g = *reinterpret_cast<const P*>(dy + win.out), out[4];
+    for (int k = 0; k < 4; ++k) in[k] = *reinterpret_cast<const P*>(x + win.in[k]);
+    const T zero = from_float<T>(0.0f);
+    for (int j = 0; j < V; ++j) {
+      const float v[4] = {to_float(in[0].v[j]), to_float(in[1].v[j]), to_float(in[2].v[j]),
+                          to_float(in[3].v[j])};
+      const int best = first_largest(v);
+      for (int k = 0; k < 4; ++k) out[k].v[j] = k == best ? g.v[j] : zero;
+    }
+    for (int k = 0; k < 4; ++k) *reinterpret_cast<P*>(dx + win.in[k]) = out[k];
+  }
+}
+
+// Runs f(T{}, V) for the shape's element type.
+template <typename F>
+void dispatch(const PoolShape& s, F&& f) {
+  switch (s.type) {
+    case ElementType::kFloat:
+      return f(float{}, std::integral_constant<int, 4>{});
+    case ElementType::kHalf:
+      return f(__half{}, std::integral_constant<int, 8>{});
+    case ElementType::kBFloat16:
+      return f(__nv_bfloat16{}, std::integral_constant<int, 8>{});
+  }
+}
+
+struct Grid {
+  int64_t packs, lanes, ho, wo;
+  unsigned blocks;
+};
+
+Grid grid_of(const PoolShape& s) {
+  const int64_t v = 16 / element_bytes(s.type);
+  Grid g{0, s.c / v, s.h / 2, s.w / 2, 0};
+  g.packs = s.n * g.ho * g.wo * g.lanes;
+  g.blocks = static_cast<unsigned>(std::max<int64_t>(
+      1, std::min<int64_t>((g.packs + kThreads - 1) / kThreads, int64_t{16} * sm_count())));
+  return g;
+}
+
+}  // namespace
+
+bool max_pool2x2_supported(const PoolShape& s, const void* x) {
+  const int v = 16 / element_bytes(s.type);
+  return s.n >= 1 && s.c >= v && s.c % v == 0 && s.h >= 2 && s.w >= 2 &&
+         reinterpret_cast<uintptr_t>(x) % 16 == 0;
+}
+
+void max_pool2x2_forward(const PoolShape& s, const void* x, void* y, void* stream) {
+  FASTER_CHECK(max_pool2x2_supported(s, x) && reinterpret_cast<uintptr_t>(y) % 16 == 0,
+               "max_pool2x2_forward: unsupported shape or alignment");
+  const auto g = grid_of(s);
+  const auto st = static_cast<cudaStream_t>(stream);
+  dispatch(s, [&](auto t, auto v) {
+    using T = decltype(t);
+    pool_forward<T, decltype(v)::value><<<g.blocks, kThreads, 0, st>>>(
+        static_cast<const T*>(x), static_cast<T*>(y), g.packs, g.lanes, g.ho, g.wo, s.h, s.w, s.c);
+  });
+  FASTER_CHECK_CUDA(cudaGetLastError(), "launch of max_pool2x2_forward");
+}
+
+void max_pool2x2_backward(const PoolShape& s, const void* x, const void* dy, void* dx,
+                          void* stream) {
+  FASTER_CHECK(max_pool2x2_supported(s, x) && reinterpret_cast<uintptr_t>(dy) % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(dx) % 16 == 0,
+               "max_pool2x2_backward: unsupported shape or alignment");
+  const auto g = grid_of(s);
+  const auto st = static_cast<cudaStream_t>(stream);
+  dispatch(s, [&](auto t, auto v) {
+    using T = decltype(t);
+    pool_backward<T, decltype(v)::value><<<g.blocks, kThreads, 0, st>>>(
+        static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dx), g.packs, g.lanes,
+        g.ho, g.wo, s.h, s.w, s.c);
+  });
+  FASTER_CHECK_CUDA(cudaGetLastError(), "launch of max_pool2x2_backward");
+}
+
+}  // namespace faster::models::kernels

@@ -1,0 +1,30 @@
+// The 2x2 max-pool kernels (max_pool.cu): compute only (CUDA builds); the caller owns memory and
+// streams, max_pool_cuda.cpp wraps them as an autograd function.
+#pragma once
+
+#include <cstdint>
+
+#include "faster/models/kernel_elements.h"
+
+namespace faster::models::kernels {
+
+// An [n, c, h, w] map stored NHWC (channels last), pooled to [n, c, h / 2, w / 2].
+struct PoolShape {
+  int64_t n = 0, c = 0, h = 0, w = 0;
+  ElementType type = ElementType::kFloat;
+};
+
+// Whether the kernels take `s` with these buffers (16-byte packs of channels: c a multiple of
+// 16 bytes' worth, every pointer 16-byte aligned; h and w at least 2).
+bool max_pool2x2_supported(const PoolShape& s, const void* x);
+
+// y = the largest of each 2x2 window of x (a NaN wins, as in LibTorch).
+void max_pool2x2_forward(const PoolShape& s, const void* x, void* y, void* stream);
+
+// dx at each window's first largest value (row-major, a NaN counting as largest) = dy, 0 at its
+// other three values.  Rows and columns outside every window (odd h or w) are not written: the
+// caller zeroes them.
+void max_pool2x2_backward(const PoolShape& s, const void* x, const void* dy, void* dx,
+                          void* stream);
+
+}  // namespace faster::models::kernels
