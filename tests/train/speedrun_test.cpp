@@ -143,6 +143,12 @@ TEST(Speedrun, RecipeImprovesOnItsFirstEpochAndCountsFromProcessStart) {
   EXPECT_GT(process, total);
   EXPECT_DOUBLE_EQ(process, epochs[3]["process_seconds"].get<double>());
   EXPECT_LT(epochs[0]["process_seconds"].get<double>(), process);
+  // Set-up milestones in order, from main()'s entry (after the libraries loaded) on.
+  const auto& s = j["setup"];
+  ASSERT_TRUE(s.contains("main_s")) << s.dump();
+  EXPECT_GT(s["main_s"].get<double>(), 0);
+  EXPECT_LE(s["main_s"].get<double>(), s["start_s"].get<double>());
+  EXPECT_LE(s["start_s"].get<double>(), s["steps_ready_s"].get<double>());
 }
 
 TEST(Speedrun, MnistDigitsAreNotFlipped) {

@@ -9,6 +9,7 @@
 
 #include "faster/cli/command.h"
 #include "faster/core/error.h"
+#include "faster/core/process_clock.h"
 
 namespace faster::cli {
 namespace {
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   using namespace faster::cli;
   return exit_code_of(
       [&] {
+        faster::mark_main_entered();
         if (argc == 3 && std::strcmp(argv[1], "--command-table") == 0)
           return write_command_table(argv[2]);
         return run_command_line(argc, argv);

@@ -29,7 +29,17 @@ double start_after_boot() {
   return static_cast<double>(ticks) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
+double main_entered = 0;
+
 }  // namespace
+
+void mark_main_entered() {
+  main_entered = process_seconds();
+}
+
+double main_entered_seconds() {
+  return main_entered;
+}
 
 double process_seconds() {
   static const double start = start_after_boot();  // fixed for the process's life

@@ -10,4 +10,10 @@ namespace faster {
 // faster::Error when /proc cannot be read.
 double process_seconds();
 
+// main() calls this first: process_seconds() then, the time the dynamic loader and the static
+// constructors took (and the `faster` front's exec).  main_entered_seconds() is 0 until it is
+// called.
+void mark_main_entered();
+double main_entered_seconds();
+
 }  // namespace faster

@@ -300,6 +300,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   const bool is_main = world.is_main();
   // --prewarm: the data is read (and unzipped) while CUDA, cuDNN and cuBLAS start.
   nlohmann::json setup = {{"start_s", process_seconds()}};
+  if (main_entered_seconds() > 0) setup["main_s"] = main_entered_seconds();
   std::future<TrainingData> reading;
   if (o.prewarm) {
     reading = std::async(std::launch::async, [&o] {
