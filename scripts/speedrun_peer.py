@@ -102,7 +102,9 @@ def main():
     dev = torch.device('cuda')
     torch.backends.cudnn.benchmark = False
     xtr, ytr, xte, yte = load(a.data)
-    flip = a.flip == 'on' or (a.flip == 'auto' and 'fashion' in os.path.basename(os.path.normpath(a.data)).lower())
+    # auto: Fashion-MNIST, named as faster knows it (a folder, or its parent, named *fashion* or *fmnist*)
+    names = [os.path.basename(p).lower() for p in (os.path.normpath(a.data), os.path.dirname(os.path.normpath(a.data)))]
+    flip = a.flip == 'on' or (a.flip == 'auto' and any('fashion' in n or 'fmnist' in n for n in names))
     pad = a.translate
     train_x = F.pad(torch.from_numpy(xtr.copy()).to(dev).unsqueeze(1), (pad,) * 4)
     train_y = torch.from_numpy(ytr.astype(np.int64)).to(dev)
