@@ -40,7 +40,8 @@ void check_case(const Case& k, bool ties, bool nans) {
   torch::manual_seed(3);
   const auto cl = torch::MemoryFormat::ChannelsLast;
   // Ties: values from {0, 1, 2}, so most windows hold their largest value more than once.
-  auto x = ties ? torch::randint(0, 3, {k.n, k.c, k.h, k.w}) : torch::randn({k.n, k.c, k.h, k.w});
+  auto x = ties ? torch::randint(0, 3, {k.n, k.c, k.h, k.w}, torch::kFloat)
+                : torch::randn({k.n, k.c, k.h, k.w});
   if (nans) x.masked_fill_(torch::rand_like(x) < 0.01, std::numeric_limits<float>::quiet_NaN());
   x = x.to(k.type).to(torch::kCUDA).contiguous(cl);
   ASSERT_TRUE(max_pool2x2_kernel_applies(x));
@@ -94,7 +95,10 @@ TEST(MaxPool2x2, LeavesOtherCasesToLibTorch) {
   const auto cuda = torch::TensorOptions().device(torch::kCUDA);
   const auto cl = torch::MemoryFormat::ChannelsLast;
   EXPECT_FALSE(max_pool2x2_kernel_applies(torch::randn({2, 64, 8, 8}, cuda)));  // NCHW
-  EXPECT_FALSE(max_pool2x2_kernel_applies(torch::randn({2, 12, 8, 8}, cuda).contiguous(cl)));
+  // 6 channels: not a multiple of a 16-byte pack (4 floats, 8 halves).
+  EXPECT_FALSE(max_pool2x2_kernel_applies(torch::randn({2, 6, 8, 8}, cuda).contiguous(cl)));
+  EXPECT_FALSE(max_pool2x2_kernel_applies(
+      torch::randn({2, 12, 8, 8}, cuda.dtype(torch::kHalf)).contiguous(cl)));
   EXPECT_FALSE(max_pool2x2_kernel_applies(
       torch::randn({2, 64, 8, 8}, cuda.dtype(torch::kDouble)).contiguous(cl)));
   EXPECT_FALSE(max_pool2x2_kernel_applies(torch::randn({2, 64, 8, 8}).contiguous(cl)));  // CPU
