@@ -61,6 +61,27 @@ TEST(ShiftFlip, DrawsStayInRangeAndAreSeededPerEpochAndIndex) {
   EXPECT_TRUE(torch::equal(b.narrow(1, 0, 2), a.narrow(1, 0, 2)));
 }
 
+// Alternating flips: epoch 0 flips as the random coin does; every odd epoch flips exactly the
+// images that even epochs do not, so each image is seen both ways every two epochs; the shifts
+// stay each epoch's own draws.
+TEST(ShiftFlip, AlternatingFlipsInvertEpochZerosCoinInOddEpochs) {
+  std::vector<int64_t> idx(2000);
+  for (int64_t i = 0; i < 2000; ++i) idx[i] = i;
+  ShiftFlipOptions alt{2, true, true};
+  const auto coin = shift_flip_params(idx, {2, true}, 5, 0).select(1, 2);
+  for (int64_t epoch = 0; epoch < 4; ++epoch) {
+    const auto a = shift_flip_params(idx, alt, 5, epoch);
+    const auto expected = epoch % 2 ? 1 - coin : coin;
+    EXPECT_TRUE(torch::equal(a.select(1, 2), expected)) << epoch;
+    EXPECT_TRUE(torch::equal(a.narrow(1, 0, 2),
+                             shift_flip_params(idx, {2, true}, 5, epoch).narrow(1, 0, 2)))
+        << epoch;
+  }
+  EXPECT_NEAR(coin.to(torch::kDouble).mean().item<double>(), 0.5, 0.05);
+  // Without flips asked, none.
+  EXPECT_EQ(shift_flip_params(idx, {2, false, true}, 5, 1).select(1, 2).sum().item<int64_t>(), 0);
+}
+
 TEST(ShiftFlip, DeviceLoaderServesEachImageWithTheDrawsOfItsIndex) {
   // 16 images whose pixels name them: image i holds i * 16 + k, k = 1..15 (the corner is 0).
   ArrayDataset d;

@@ -47,6 +47,36 @@ TEST(FlipTta, IsTheMeanOfTheLogitsOfBothPasses) {
   EXPECT_GT(one_pass, 100 * (1e-6 + 1e-5 * direct.abs().max().item<double>())) << one_pass;
 }
 
+// The second level: 0.5 x the flip mean + 0.25 x the flip means of the two shifted images, built
+// here by hand (the shifted image's pixels copied from x, its new edge reflected).
+TEST(FlipTta, ShiftLevelIsTheWeightedMeanOfThreePlacements) {
+  auto m = small_speednet();
+  torch::NoGradGuard no_grad;
+  const auto x = torch::rand({3, 1, 28, 28});
+  const auto f = [&](const torch::Tensor& t) { return m.forward(t); };
+  // Down-right by one: out[y][x] = in[y - 1][x - 1], row/column -1 reflected to row/column 1.
+  const auto reflect = [](int64_t i, int64_t n) { return i < 0 ? -i : i >= n ? 2 * n - 2 - i : i; };
+  auto down_right = torch::empty_like(x), up_left = torch::empty_like(x);
+  for (int64_t r = 0; r < 28; ++r)
+    for (int64_t c = 0; c < 28; ++c) {
+      down_right.select(2, r).select(2, c).copy_(
+          x.select(2, reflect(r - 1, 28)).select(2, reflect(c - 1, 28)));
+      up_left.select(2, r).select(2, c).copy_(
+          x.select(2, reflect(r + 1, 28)).select(2, reflect(c + 1, 28)));
+    }
+  const auto expected =
+      0.5 * flip_tta(f, x) + 0.25 * (flip_tta(f, down_right) + flip_tta(f, up_left));
+  EXPECT_TRUE(torch::allclose(tta_logits(f, x, true, true), expected, 1e-5, 1e-6));
+  // Without flips: the same weights over the plain passes; without shifts: flip_tta, or one pass.
+  EXPECT_TRUE(torch::allclose(tta_logits(f, x, false, true),
+                              0.5 * f(x) + 0.25 * (f(down_right) + f(up_left)), 1e-5, 1e-6));
+  EXPECT_TRUE(torch::equal(tta_logits(f, x, true, false), flip_tta(f, x)));
+  EXPECT_TRUE(torch::equal(tta_logits(f, x, false, false), f(x)));
+  // The shifts mattered: the result differs from the flip mean by far more than the tolerance.
+  const double moved = (expected - flip_tta(f, x)).abs().max().item<double>();
+  EXPECT_GT(moved, 100 * (1e-6 + 1e-5 * expected.abs().max().item<double>())) << moved;
+}
+
 TrainOptions tiny_speedrun() {
   TrainOptions o;
   o.data = test::fashion_mnist_dir().string();

@@ -221,6 +221,15 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
   sr->add_flag("--tta,!--no-tta", o.tta,
                "Test-time augmentation: the mean of the logits of each test image and its mirror "
                "image (where --flip applies)");
+  sr->add_flag("--tta-shifts,!--no-tta-shifts", o.tta_shifts,
+               "Test-time augmentation over shifts too (airbench's second level): 0.5 x the "
+               "logits of each test image + 0.25 x those of the image shifted one pixel "
+               "down-right and one up-left (edges reflected), each with its mirror image under "
+               "--tta");
+  sr->add_flag("--alternate-flips,!--random-flips", o.alternate_flips,
+               "--flip: each image flipped in the epochs its first coin says and unflipped in the "
+               "others, alternately (airbench's alternating flip), instead of a new coin each "
+               "epoch");
   sr->add_flag("--whiten,!--no-whiten", o.whiten,
                "speednet: start the stem as the whitening of the training images' 3x3 patches");
   sr->add_flag("--freeze-whitening,!--train-whitening", o.freeze_whitening,
@@ -290,6 +299,8 @@ void apply_recipe(TrainFlags& f) {
   if (unset("--translate")) o.translate = r.translate;
   if (unset("--flip")) o.flip = r.flip;
   if (unset("--tta")) o.tta = r.tta;
+  if (unset("--tta-shifts")) o.tta_shifts = r.tta_shifts;
+  if (unset("--alternate-flips")) o.alternate_flips = r.alternate_flips;
   if (unset("--whiten")) o.whiten = r.whiten;
   if (unset("--freeze-whitening")) o.freeze_whitening = r.freeze_whitening && o.whiten;
   if (unset("--prewarm")) o.prewarm = r.prewarm;

@@ -251,6 +251,8 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"translate", o.translate},
           {"flip", enum_name(kFlipNames, o.flip)},
           {"tta", o.tta},
+          {"tta_shifts", o.tta_shifts},
+          {"alternate_flips", o.alternate_flips},
           {"whiten", o.whiten},
           {"freeze_whitening", o.freeze_whitening},
           {"prewarm", o.prewarm},

@@ -104,6 +104,8 @@ struct TrainOptions {
   int translate = 0;
   Flip flip = Flip::kOff;
   bool tta = false;
+  bool tta_shifts = false;       // tta_logits' second level: also one-pixel shifts of each image
+  bool alternate_flips = false;  // ShiftFlipOptions::alternate
   bool whiten = false;
   bool freeze_whitening = false;
   bool prewarm = false;

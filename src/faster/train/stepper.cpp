@@ -46,6 +46,21 @@ torch::Tensor flip_tta(const std::function<torch::Tensor(const torch::Tensor&)>&
   return forward(x).add(forward(x.flip({3}))).mul_(0.5);
 }
 
+torch::Tensor tta_logits(const std::function<torch::Tensor(const torch::Tensor&)>& forward,
+                         const torch::Tensor& x, bool flip, bool shifts) {
+  const auto pass = [&](const torch::Tensor& t) {
+    return flip ? flip_tta(forward, t) : forward(t);
+  };
+  if (!shifts) return pass(x);
+  const int64_t h = x.size(2), w = x.size(3);
+  const auto padded = torch::reflection_pad2d(x, {1, 1, 1, 1});
+  const auto format = x.suggest_memory_format();
+  // Window (0, 0) of the padded image moves the content one pixel down-right; (2, 2) up-left.
+  const auto down_right = padded.narrow(2, 0, h).narrow(3, 0, w).contiguous(format);
+  const auto up_left = padded.narrow(2, 2, h).narrow(3, 2, w).contiguous(format);
+  return pass(x).mul_(0.5).add_(pass(down_right).add_(pass(up_left)).mul_(0.25));
+}
+
 Stepper::Stepper(models::Model model, const TrainOptions& o, torch::Device device, Dist* dist,
                  std::vector<torch::Device> dp_devices, const data::Normalization& norm,
                  int channels, bool input_nhwc)
@@ -207,8 +222,8 @@ void Stepper::eval_step(const torch::Tensor& x, const torch::Tensor& y) {
   torch::Tensor out;
   {
     AutocastScope autocast(device_.type(), o_.precision, /*cache=*/!o_.cuda_graph);
-    out = o_.tta ? flip_tta([this](const torch::Tensor& t) { return forward(t); }, prepare(x))
-                 : forward(prepare(x));
+    out = tta_logits([this](const torch::Tensor& t) { return forward(t); }, prepare(x), o_.tta,
+                     o_.tta_shifts);
   }
   // Padding rows carry kPadLabel: no prediction equals it, and the loss ignores it.
   const auto best = std::get<1>(out.topk(std::min<int64_t>(5, out.size(1)), 1));

@@ -30,6 +30,13 @@ namespace faster::train {
 torch::Tensor flip_tta(const std::function<torch::Tensor(const torch::Tensor&)>& forward,
                        const torch::Tensor& x);
 
+// Test-time augmentation, airbench's levels: the logits of x (flip: flip_tta's mean), and with
+// `shifts` 0.5 x those + 0.25 x those of x shifted one pixel down-right and one up-left (each
+// with its mirror image under `flip`), the pixels that come in at the edge reflected.  x: [n, C,
+// H, W]; the shifted copies keep x's memory format.
+torch::Tensor tta_logits(const std::function<torch::Tensor(const torch::Tensor&)>& forward,
+                         const torch::Tensor& x, bool flip, bool shifts);
+
 // The epoch's sums, read once per epoch (and summed over the ranks of a DDP job).
 struct StepTotals {
   double train_loss = 0;      // sum over training samples

@@ -193,7 +193,7 @@ std::unique_ptr<data::Loader> make_loader(const TrainOptions& o, const TrainingD
   lo.normalize_on_device = false;  // the step normalizes (inside its CUDA graph)
   lo.on_bad_image = o.on_bad_image;
   lo.rrc.scale_min = o.crop_scale_min;
-  if (train) lo.shift_flip = {o.translate, o.flip == Flip::kOn};
+  if (train) lo.shift_flip = {o.translate, o.flip == Flip::kOn, o.alternate_flips};
   const bool as_stored = d.arrays() && (train ? o.res.res == 0 : plan.val_res == 0);
   lo.transform = as_stored ? data::Transform::kNone
                  : train   ? data::Transform::kTrain

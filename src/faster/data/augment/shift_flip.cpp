@@ -19,7 +19,13 @@ torch::Tensor shift_flip_params(const std::vector<int64_t>& indices, const Shift
     SampleRng rng(seed, epoch, indices[i]);
     p[3 * i] = rng.integer(0, 2 * o.pad);
     p[3 * i + 1] = rng.integer(0, 2 * o.pad);
-    p[3 * i + 2] = o.flip && rng.coin() ? 1 : 0;
+    bool coin = rng.coin();
+    if (o.alternate) {
+      SampleRng first(seed, 0, indices[i]);  // epoch 0's draws, in the same order
+      first.integer(0, 2 * o.pad), first.integer(0, 2 * o.pad);
+      coin = first.coin() != (epoch % 2 == 1);
+    }
+    p[3 * i + 2] = o.flip && coin ? 1 : 0;
   }
   return params;
 }

@@ -14,11 +14,16 @@ namespace faster::data {
 struct ShiftFlipOptions {
   int pad = 0;        // shifts of -pad..pad pixels in each direction (zeros come in at the edge)
   bool flip = false;  // a horizontal flip with probability 1/2
+  // Flips alternate (airbench's "alternating flip"): each image's first-epoch coin decides its
+  // flip in even epochs and the other way round in odd ones, so every two epochs see each image
+  // both ways; the draws stay 1/2 per epoch.
+  bool alternate = false;
   bool active() const { return pad > 0 || flip; }
 };
 
 // Each sample's draws: dy and dx in [0, 2 pad] (the crop's corner in the padded image), then the
-// flip coin (0 without flip), from SampleRng(seed, epoch, indices[i]).  int64 [n, 3] on the CPU.
+// flip coin (0 without flip), from SampleRng(seed, epoch, indices[i]); with `alternate` the coin
+// is epoch 0's, inverted in odd epochs.  int64 [n, 3] on the CPU.
 torch::Tensor shift_flip_params(const std::vector<int64_t>& indices, const ShiftFlipOptions& o,
                                 uint64_t seed, int64_t epoch);
 
