@@ -9,8 +9,9 @@
 
 namespace faster::train {
 
-// A small convolution, pooling, GELU, linear layer and cross-entropy, forward and backward, at
-// `precision` (channels-last when asked) on `device`; waits for the device.  Nothing is kept.
+// A small convolution, pooling and GELU (on a second thread), and a linear layer and
+// cross-entropy, forward and backward, at `precision` (channels-last when asked) on `device`;
+// waits for the device and the thread.  Nothing is kept.
 void warm_up_device(torch::Device device, Precision precision, bool channels_last);
 
 }  // namespace faster::train
