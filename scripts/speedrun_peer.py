@@ -10,7 +10,7 @@ Prints one line: RESULT seed=S acc=A process_s=P train_s=T epochs=E (P: from the
 read from /proc/self/stat as faster does, to the end of the test pass).  --curve FILE tests after
 every epoch, as `faster train --eval-every 1` does (the passes count in the time), and writes one
 "process_seconds accuracy" line per epoch: the peer curve of `faster bench --tta-peer FILE`.
-Usage: python3 speedrun_peer.py --data FMNIST_DIR [--seed 0] [--epochs 8] [--compile] [--flip auto]
+Usage: python3 speedrun_peer.py --data FMNIST_DIR [--seed 0] [--epochs 10] [--compile] [--flip auto]
        [--curve FILE]
 """
 import argparse, gzip, os, time
@@ -89,7 +89,7 @@ def shift_flip(padded, pad, flip, gen):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--data', required=True); ap.add_argument('--seed', type=int, default=0)
-    ap.add_argument('--epochs', type=int, default=8); ap.add_argument('--batch', type=int, default=512)
+    ap.add_argument('--epochs', type=int, default=10); ap.add_argument('--batch', type=int, default=512)
     ap.add_argument('--lr', type=float, default=0.4); ap.add_argument('--wd', type=float, default=5e-4)
     ap.add_argument('--smoothing', type=float, default=0.2); ap.add_argument('--translate', type=int, default=2)
     ap.add_argument('--filters', default='64,128,256'); ap.add_argument('--blocks', default='1,1,1')
