@@ -105,5 +105,33 @@ TEST(SpeedNet, WhiteningStemDecorrelatesThePatches) {
   EXPECT_TRUE(init_from_data(t, images).empty());
 }
 
+// --stem-dims K keeps the K directions of largest variance: the stem is the full whitening's last K
+// rows (ascending eigenvalues) and their negations, and the state names say K back.
+TEST(SpeedNet, StemDimsKeepTheLargestVarianceDirections) {
+  torch::manual_seed(2);
+  const auto images = torch::avg_pool2d(torch::rand({32, 1, 18, 18}), 3, 1);
+  ModelOptions mo;
+  mo.name = "speednet";
+  auto full = make_model(mo);
+  mo.stem_dims = 4;
+  auto four = make_model(mo);
+  init_from_data(full, images);
+  init_from_data(four, images);
+  const auto w9 = full->named_parameters()["stem.weight"].view({18, 9});
+  const auto w4 = four->named_parameters()["stem.weight"].view({8, 9});
+  EXPECT_TRUE(torch::allclose(w4.narrow(0, 0, 4), w9.narrow(0, 5, 4), 1e-6, 1e-6));
+  EXPECT_TRUE(torch::allclose(w4.narrow(0, 4, 4), -w9.narrow(0, 5, 4), 1e-6, 1e-6));
+  // Largest variance first: each kept row passes more of the raw patches' variance than any dropped
+  // direction does (the whitened rows are v / sqrt(lambda), so |row| ranks them inversely).
+  EXPECT_LT(w4.narrow(0, 0, 4).norm(2, 1).max().item<double>(),
+            w9.narrow(0, 0, 5).norm(2, 1).min().item<double>() + 1e-9);
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto& p : four->named_parameters()) shapes[p.key()] = p.value().sizes().vec();
+  EXPECT_EQ(infer_model_options(shapes, "test").stem_dims, 4);
+  EXPECT_EQ(four.forward(images.narrow(0, 0, 2)).sizes(), (std::vector<int64_t>{2, 10}));
+  mo.stem_dims = 10;  // a 3x3 patch of one channel has 9 values
+  EXPECT_THROW(make_model(mo), Error);
+}
+
 }  // namespace
 }  // namespace faster::models

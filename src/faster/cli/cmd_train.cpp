@@ -235,6 +235,9 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
   sr->add_flag("--freeze-whitening,!--train-whitening", o.freeze_whitening,
                "speednet: keep the whitened stem as initialised (speedrun: on; its backward "
                "pass is then skipped)");
+  sr->add_option("--stem-dims", o.stem_dims,
+                 "speednet: directions of the 3x3 patches the stem keeps, the largest-variance "
+                 "ones when whitened; the stem has two channels each (default: all 9 x channels)");
   sr->add_flag("--prewarm,!--no-prewarm", o.prewarm,
                "Read the data while the GPU and its libraries start, and run every step shape "
                "once (CUDA graphs captured) before the first epoch");

@@ -30,6 +30,7 @@ SpeedNetOptions speednet_options(const ModelOptions& o) {
   s.classes = o.classes;
   s.filters = o.filters;
   s.blocks = o.blocks;
+  s.stem_dims = o.stem_dims;
   return s;
 }
 
@@ -185,6 +186,7 @@ ModelOptions infer_model_options(const std::map<std::string, std::vector<int64_t
     // SpeedNet: a stage's convs are conv0 (pooled entry) and conv1..conv<blocks>.
     o.name = "speednet";
     o.in_channels = static_cast<int>(shape("stem.weight")[1]);
+    o.stem_dims = static_cast<int>(shape("stem.weight")[0] / 2);
     o.filters.clear(), o.blocks.clear();
     for (int i = 0; shapes.count("stages." + std::to_string(i) + ".conv0.weight"); ++i) {
       const auto stage = "stages." + std::to_string(i) + ".conv";

@@ -29,6 +29,8 @@ struct ModelOptions {
   bool fused = true;
   // ResNets: zero the last BatchNorm weight of each residual block (each starts as the identity).
   bool zero_init_residual = false;
+  // SpeedNet: the directions of 3x3 patches its stem keeps (2 channels each); 0 = all 9 x C.
+  int stem_dims = 0;
 };
 
 // Builds the named architecture; throws faster::Error naming the problem (unknown name, options

@@ -68,6 +68,9 @@ SpeedNetImpl::SpeedNetImpl(const SpeedNetOptions& options) : options_(options) {
                  options.blocks.size(), " block counts");
   if (options.in_channels < 1 || options.classes < 2)
     FASTER_THROW("SpeedNet: needs at least 1 input channel and 2 classes");
+  if (options.stem_dims < 0 || options.stem_dims > options.patch_dims())
+    FASTER_THROW("SpeedNet: --stem-dims must be 1..", options.patch_dims(),
+                 " (the values of a 3x3 patch), or 0 for all; got ", options.stem_dims);
   for (size_t s = 0; s < options.filters.size(); ++s)
     if (options.filters[s] < 1 || options.blocks[s] < 0) FASTER_THROW("SpeedNet: bad stage ", s);
   reset();
@@ -96,7 +99,8 @@ void SpeedNetImpl::init_whitening(const torch::Tensor& images, double eps) {
   torch::NoGradGuard no_grad;
   FASTER_CHECK(images.dim() == 4 && images.size(1) == options_.in_channels,
                "init_whitening: images [n, ", options_.in_channels, ", H, W]");
-  const int64_t k = 9 * options_.in_channels;
+  const int64_t k = options_.patch_dims();
+  const int64_t dims = options_.stem_channels() / 2;
   // [n, k, H*W] -> one row per patch, in double: the eigenvalues span several decades.
   const auto patches = nn::functional::unfold(images.to(torch::kFloat),
                                               nn::functional::UnfoldFuncOptions({3, 3}).padding(1))
@@ -108,7 +112,9 @@ void SpeedNetImpl::init_whitening(const torch::Tensor& images, double eps) {
   const auto cov = centered.t().mm(centered) / std::max<int64_t>(1, patches.size(0) - 1);
   // A k x k eigenproblem on the host: on a GPU it would load cuSOLVER, a second of start-up.
   auto [values, vectors] = torch::linalg_eigh(cov.cpu(), "L");
-  values = values.to(cov.device()), vectors = vectors.to(cov.device());
+  // Ascending eigenvalues: the largest `dims` are the last columns.
+  values = values.narrow(0, k - dims, dims).to(cov.device());
+  vectors = vectors.narrow(1, k - dims, dims).to(cov.device());
   const auto w = vectors.t() / (values + eps).sqrt().unsqueeze(1);  // row r: v_r / sqrt(l_r)
   const auto both = torch::cat({w, -w});                            // [2k, k]
   const auto bias = -both.mv(mean);

@@ -32,8 +32,13 @@ struct SpeedNetOptions {
   int classes = 10;
   std::vector<int> filters{64, 128, 256};  // per stage
   std::vector<int> blocks{1, 1, 1};        // conv-BN-GELU per stage after its pooled entry conv
+  // Directions of the 3x3 patches the stem keeps, each as two channels (+ and -); 0 = all 9 x C.
+  // Whitened, they are the patches' principal directions of largest variance: 8 of Fashion-MNIST's
+  // 9 makes the stem 16 channels, which cuDNN's kernels take without padding (18 it pads).
+  int stem_dims = 0;
 
-  int stem_channels() const { return 2 * 9 * in_channels; }
+  int patch_dims() const { return 9 * in_channels; }
+  int stem_channels() const { return 2 * (stem_dims > 0 ? stem_dims : patch_dims()); }
   // Each stage halves the side (floor): the smallest side that leaves 1x1 after the last.
   int min_input_size() const { return 1 << filters.size(); }
 };
@@ -48,9 +53,9 @@ class SpeedNetImpl : public torch::nn::Cloneable<SpeedNetImpl>, public Classifie
   torch::Tensor forward(torch::Tensor x) override;
 
   // Sets the stem to whiten the 3x3 patches of `images` ([n, C, H, W] float, as the network sees
-  // them): row r of the weight is the covariance's eigenvector v_r / sqrt(lambda_r + eps), and its
-  // negation; the bias centres the patches.  The stem's outputs over these patches then have
-  // covariance [[I, -I], [-I, I]] (up to eps).
+  // them): row r of the weight is the covariance's eigenvector v_r / sqrt(lambda_r + eps) for the
+  // stem's dims largest eigenvalues lambda_r, then their negations; the bias centres the patches.
+  // The stem's outputs over these patches then have covariance [[I, -I], [-I, I]] (up to eps).
   void init_whitening(const torch::Tensor& images, double eps = 5e-4);
 
   const SpeedNetOptions& options() const { return options_; }

@@ -256,6 +256,7 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"alternate_flips", o.alternate_flips},
           {"whiten", o.whiten},
           {"freeze_whitening", o.freeze_whitening},
+          {"stem_dims", o.stem_dims},
           {"prewarm", o.prewarm},
           {"decode", enum_name(kDecodeChoices, o.decode)},
           {"cpu_share", cpu_share},

@@ -108,6 +108,7 @@ struct TrainOptions {
   bool alternate_flips = false;  // ShiftFlipOptions::alternate
   bool whiten = false;
   bool freeze_whitening = false;
+  int stem_dims = 0;  // SpeedNet: patch directions its stem keeps (models::ModelOptions)
   bool prewarm = false;
 
   bool cudnn_benchmark = false;

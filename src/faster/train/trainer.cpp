@@ -333,6 +333,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   mo.in_channels = models::input_channels(o.model, d.channels());
   mo.blocks = o.blocks;
   mo.filters = o.filters;
+  mo.stem_dims = o.stem_dims;
   mo.norm = o.sync_bn ? models::Norm::kSync : o.norm;
   mo.fused = o.fused;
   if (o.sync_bn)
