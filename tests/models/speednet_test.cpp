@@ -121,8 +121,8 @@ TEST(SpeedNet, StemDimsKeepTheLargestVarianceDirections) {
   const auto w4 = four->named_parameters()["stem.weight"].view({8, 9});
   EXPECT_TRUE(torch::allclose(w4.narrow(0, 0, 4), w9.narrow(0, 5, 4), 1e-6, 1e-6));
   EXPECT_TRUE(torch::allclose(w4.narrow(0, 4, 4), -w9.narrow(0, 5, 4), 1e-6, 1e-6));
-  // Largest variance first: each kept row passes more of the raw patches' variance than any dropped
-  // direction does (the whitened rows are v / sqrt(lambda), so |row| ranks them inversely).
+  // The kept directions are those of largest variance (ascending order, the last 4 of 9): each
+  // kept row is shorter than any dropped one (whitened rows are v / sqrt(lambda)).
   EXPECT_LT(w4.narrow(0, 0, 4).norm(2, 1).max().item<double>(),
             w9.narrow(0, 0, 5).norm(2, 1).min().item<double>() + 1e-9);
   std::map<std::string, std::vector<int64_t>> shapes;

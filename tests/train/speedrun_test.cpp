@@ -138,6 +138,15 @@ TEST(Speedrun, FrozenWhiteningStaysAsInitialised) {
   }
   EXPECT_FALSE(torch::allclose(one.at("stages.0.conv0.weight"), two.at("stages.0.conv0.weight"),
                                1e-4, 1e-6));
+  // A checkpoint of a frozen stem resumes only as one: a trained stem has optimizer state for it.
+  o.epochs = 2, o.freeze_whitening = true, o.save.clear(), o.checkpoint = (d / "f.ckpt").string();
+  train(o);
+  o.resume = o.checkpoint, o.checkpoint.clear(), o.epochs = 3;
+  o.freeze_whitening = false;
+  EXPECT_THROW(train(o), Error);
+  o.freeze_whitening = true;
+  EXPECT_EQ(train(o).epochs.size(), 1u);
+  o.resume.clear();
   // Nothing to keep without whitening: refused, not ignored.
   o.whiten = false, o.freeze_whitening = true;
   EXPECT_THROW(train(o), Error);

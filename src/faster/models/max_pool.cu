@@ -32,7 +32,8 @@ struct Window {
   }
 };
 
-// Which of the four values LibTorch's kernel keeps: the first, unless a later one is larger or NaN.
+// Which of the four values LibTorch's kernel keeps: the first, unless a later one is larger or NaN
+// (so the last NaN, where there is one).
 __device__ __forceinline__ int first_largest(const float (&v)[4]) {
   int k = 0;
   float m = v[0];

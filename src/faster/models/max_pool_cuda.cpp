@@ -2,6 +2,7 @@
 // stream (CUDA-graph capture records them like any LibTorch op); LibTorch's max_pool2d where they
 // do not apply.
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <torch/autograd.h>
 
 #include <cstdint>
@@ -21,8 +22,9 @@ kernels::PoolShape shape_of(const torch::Tensor& x) {
   return s;
 }
 
-void* current_stream() {
-  return at::cuda::getCurrentCUDAStream().stream();
+// The current stream of x's device (the caller's device may be another).
+void* stream_of(const torch::Tensor& x) {
+  return at::cuda::getCurrentCUDAStream(x.device().index()).stream();
 }
 
 bool aligned(const torch::Tensor& t) {
@@ -32,22 +34,24 @@ bool aligned(const torch::Tensor& t) {
 class MaxPool2x2Function : public torch::autograd::Function<MaxPool2x2Function> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x) {
+    const c10::cuda::CUDAGuard on(x.device());  // the kernels read the SM count of the current one
     const auto s = shape_of(x);
     auto y = torch::empty({s.n, s.c, s.h / 2, s.w / 2},
                           x.options().memory_format(torch::MemoryFormat::ChannelsLast));
-    kernels::max_pool2x2_forward(s, x.data_ptr(), y.data_ptr(), current_stream());
+    kernels::max_pool2x2_forward(s, x.data_ptr(), y.data_ptr(), stream_of(x));
     ctx->save_for_backward({x});
     return y;
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const auto x = ctx->get_saved_variables()[0];
+    const c10::cuda::CUDAGuard on(x.device());
     const auto s = shape_of(x);
     auto dy = grads[0].contiguous(torch::MemoryFormat::ChannelsLast);
     if (!aligned(dy)) dy = dy.clone(torch::MemoryFormat::ChannelsLast);
     // An odd side leaves a last row or column outside every window: its gradient is 0.
     auto dx = s.h % 2 || s.w % 2 ? torch::zeros_like(x) : torch::empty_like(x);
-    kernels::max_pool2x2_backward(s, x.data_ptr(), dy.data_ptr(), dx.data_ptr(), current_stream());
+    kernels::max_pool2x2_backward(s, x.data_ptr(), dy.data_ptr(), dx.data_ptr(), stream_of(x));
     return {dx};
   }
 };

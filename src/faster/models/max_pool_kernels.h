@@ -21,9 +21,9 @@ bool max_pool2x2_supported(const PoolShape& s, const void* x);
 // y = the largest of each 2x2 window of x (a NaN wins, as in LibTorch).
 void max_pool2x2_forward(const PoolShape& s, const void* x, void* y, void* stream);
 
-// dx at each window's first largest value (row-major, a NaN counting as largest) = dy, 0 at its
-// other three values.  Rows and columns outside every window (odd h or w) are not written: the
-// caller zeroes them.
+// dx at each window's first largest value (row-major; its last NaN where it holds one, as in
+// LibTorch) = dy, 0 at its other three values.  Rows and columns outside every window (odd h or w)
+// are not written: the caller zeroes them.
 void max_pool2x2_backward(const PoolShape& s, const void* x, const void* dy, void* dx,
                           void* stream);
 

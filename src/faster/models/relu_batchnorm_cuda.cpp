@@ -2,6 +2,7 @@
 // queued on the current CUDA stream (so CUDA-graph capture records them like any LibTorch op).
 #include <ATen/core/grad_mode.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <torch/autograd.h>
 
 #include <cstdint>
@@ -31,8 +32,9 @@ torch::MemoryFormat format_of(const NormShape& s) {
   return s.channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
 }
 
-void* current_stream() {
-  return at::cuda::getCurrentCUDAStream().stream();
+// The current stream of y's device (the caller's device may be another).
+void* stream_of(const torch::Tensor& y) {
+  return at::cuda::getCurrentCUDAStream(y.device().index()).stream();
 }
 
 float* floats(const torch::Tensor& t) {
@@ -48,6 +50,7 @@ class ReluBatchNormFunction : public torch::autograd::Function<ReluBatchNormFunc
   static torch::Tensor forward(AutogradContext* ctx, torch::Tensor y, const torch::Tensor& weight,
                                const torch::Tensor& bias, const torch::Tensor& running_mean,
                                const torch::Tensor& running_var, double momentum, double eps) {
+    const c10::cuda::CUDAGuard on(y.device());  // the kernels read the SM count of the current one
     const auto s = shape_of(y);
     y = y.contiguous(format_of(s));
     auto out = torch::empty_like(y);
@@ -57,7 +60,7 @@ class ReluBatchNormFunction : public torch::autograd::Function<ReluBatchNormFunc
     kernels::relu_bn_forward(s, y.data_ptr(), out.data_ptr(), floats(weight), floats(bias),
                              floats(running_mean), floats(running_var),
                              static_cast<float>(momentum), static_cast<float>(eps), floats(mean),
-                             floats(invstd), floats(work), current_stream());
+                             floats(invstd), floats(work), stream_of(y));
     ctx->save_for_backward({y, weight, mean, invstd});
     return out;
   }
@@ -66,6 +69,7 @@ class ReluBatchNormFunction : public torch::autograd::Function<ReluBatchNormFunc
     const auto saved = ctx->get_saved_variables();
     const auto& y = saved[0];
     const auto& weight = saved[1];
+    const c10::cuda::CUDAGuard on(y.device());
     const auto s = shape_of(y);
     auto dout = grads[0].contiguous(format_of(s));
     if (reinterpret_cast<uintptr_t>(dout.data_ptr()) % 16 != 0) dout = dout.clone();
@@ -75,7 +79,7 @@ class ReluBatchNormFunction : public torch::autograd::Function<ReluBatchNormFunc
     auto work = workspace(s, y);
     kernels::relu_bn_backward(s, y.data_ptr(), dout.data_ptr(), dy.data_ptr(), floats(weight),
                               floats(saved[2]), floats(saved[3]), floats(dgamma), floats(dbeta),
-                              floats(work), current_stream());
+                              floats(work), stream_of(y));
     return {dy, dgamma, dbeta, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
@@ -112,13 +116,14 @@ torch::Tensor fused_relu_batch_norm(const torch::Tensor& y, torch::nn::BatchNorm
     return ReluBatchNormFunction::apply(y, bn.weight, bn.bias, bn.running_mean, bn.running_var,
                                         *bn.options.momentum(), eps);
   }
+  const c10::cuda::CUDAGuard on(y.device());
   const auto s = shape_of(y);
   const auto x = y.contiguous(format_of(s));
   auto out = torch::empty_like(x);
   auto work = workspace(s, x);
   kernels::relu_bn_inference(s, x.data_ptr(), out.data_ptr(), floats(bn.weight), floats(bn.bias),
                              floats(bn.running_mean), floats(bn.running_var),
-                             static_cast<float>(eps), floats(work), current_stream());
+                             static_cast<float>(eps), floats(work), stream_of(x));
   return out;
 }
 

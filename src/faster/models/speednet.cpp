@@ -116,7 +116,7 @@ void SpeedNetImpl::init_whitening(const torch::Tensor& images, double eps) {
   values = values.narrow(0, k - dims, dims).to(cov.device());
   vectors = vectors.narrow(1, k - dims, dims).to(cov.device());
   const auto w = vectors.t() / (values + eps).sqrt().unsqueeze(1);  // row r: v_r / sqrt(l_r)
-  const auto both = torch::cat({w, -w});                            // [2k, k]
+  const auto both = torch::cat({w, -w});                            // [2 dims, k]
   const auto bias = -both.mv(mean);
   auto& weight = stem_->weight;
   weight.copy_(both.view(weight.sizes()).to(weight.dtype()));

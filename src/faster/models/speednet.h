@@ -1,6 +1,7 @@
 // SpeedNet, the network of `faster train --recipe speedrun`: an airbench-like net for small images
-// (Fashion-MNIST, MNIST, CIFAR-10).  A 3x3 stem of 2 x 9 x C channels (it may start as the patch
-// whitening of the training data: positive and negative whitened directions), then per stage a 3x3
+// (Fashion-MNIST, MNIST, CIFAR-10).  A 3x3 stem of 2 x 9 x C channels, or 2 x stem_dims (it may
+// start as the patch whitening of the training data: positive and negative whitened directions,
+// and stay so), then per stage a 3x3
 // conv, 2x2 max-pool, BatchNorm, GELU and `blocks` more conv-BN-GELU at the pooled size; global
 // max-pool and a linear classifier without bias.  Pooling before BatchNorm keeps the memory-bound
 // work on a quarter of the conv output.

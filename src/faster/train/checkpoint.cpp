@@ -156,7 +156,8 @@ nlohmann::json load_checkpoint(const fs::path& path, torch::nn::Module& model,
       const auto src = dict.at(key);
       auto dst = part.tensors[i];
       if (src.sizes() != dst.sizes())
-        FASTER_THROW(where, ": '", key, "' has shape ", src.sizes(), ", expected ", dst.sizes());
+        FASTER_THROW(where, ": '", key, "' has shape ", src.sizes(), ", expected ", dst.sizes(),
+                     " (saved with other options? e.g. --freeze-whitening)");
       dst.copy_(src);
     }
   return meta;

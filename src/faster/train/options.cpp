@@ -183,6 +183,9 @@ void validate(const TrainOptions& o) {
     check_range("--val-resize", o.val_resize, std::max(o.val_res, 8), 2 * data::kMaxSide);
   validate(o.schedule, o.epochs);
   validate(o.res, o.epochs);
+  if (o.stem_dims != 0 && models::family(o.model) != models::Family::kSpeedNet)
+    FASTER_USAGE_ERROR("--stem-dims is speednet's (the model is ", o.model, ")");
+  check_at_least("--stem-dims", o.stem_dims, 0);
   if (o.freeze_whitening && !o.whiten)
     FASTER_USAGE_ERROR("--freeze-whitening needs --whiten (nothing is whitened to keep)");
   if (o.sgd.nesterov && o.sgd.momentum == 0)

@@ -386,8 +386,10 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   std::vector<CheckpointPart> parts = {{"sgd.", {stepper.sgd().momentum()}}};
   if (stepper.ema()) parts.push_back({"ema.", stepper.ema()->state()});
   if (stepper.scaler()) parts.push_back({"scaler.", stepper.scaler()->state()});
-  const nlohmann::json identity = {
+  nlohmann::json identity = {
       {"model", o.model}, {"classes", mo.classes}, {"in_channels", mo.in_channels}};
+  // A frozen stem has no optimizer state: a checkpoint of either kind fits only its own kind.
+  if (o.freeze_whitening) identity["freeze_whitening"] = true;
   int start_epoch = 0;
   int64_t step = 0;
   if (!o.resume.empty()) {
