@@ -1,10 +1,9 @@
 // SpeedNet, the network of `faster train --recipe speedrun`: an airbench-like net for small images
 // (Fashion-MNIST, MNIST, CIFAR-10).  A 3x3 stem of 2 x 9 x C channels, or 2 x stem_dims (it may
 // start as the patch whitening of the training data: positive and negative whitened directions,
-// and stay so), then per stage a 3x3
-// conv, 2x2 max-pool, BatchNorm, GELU and `blocks` more conv-BN-GELU at the pooled size; global
-// max-pool and a linear classifier without bias.  Pooling before BatchNorm keeps the memory-bound
-// work on a quarter of the conv output.
+// and stay so), then per stage a 3x3 conv, 2x2 max-pool, BatchNorm, GELU and `blocks` more
+// conv-BN-GELU at the pooled size; global max-pool and a linear classifier without bias.  Pooling
+// before BatchNorm keeps the memory-bound work on a quarter of the conv output.
 //
 // Work per 28x28x1 image, filters 64/128/256, blocks 1/1/1 (multiply-adds, forward):
 //   stem 1->18 @28: 0.13 M; stage 1 18->64 @28 8.13 M, 64->64 @14 7.23 M; stage 2 64->128 @14
