@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "faster/core/parallel.h"
@@ -17,14 +19,25 @@ TEST(Parallel, VisitsEveryIndexOnceAndRethrowsTheFirstError) {
     ++hits[static_cast<size_t>(i)];
   });
   for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+  // Whichever worker takes index 10 throws.  Every later index first waits for that throw (so
+  // no worker runs through the range while the thrower sits descheduled, as on a loaded 2-core
+  // machine once), then takes a millisecond: running out the remaining items would take the
+  // other two workers 50 s, so a count below the items means they stopped taking work.
   std::atomic<int> calls{0};
+  std::atomic<bool> thrown{false};
   EXPECT_THROW(parallel_for(3, 100000,
                             [&](int, int64_t i) {
                               ++calls;
-                              if (i == 10) throw std::runtime_error("boom");
+                              if (i == 10) {
+                                thrown = true;
+                                throw std::runtime_error("boom");
+                              }
+                              if (i < 10) return;
+                              while (!thrown) std::this_thread::yield();
+                              std::this_thread::sleep_for(std::chrono::milliseconds(1));
                             }),
                std::runtime_error);
-  EXPECT_LT(calls.load(), 100000);  // the others stopped taking work
+  EXPECT_LT(calls.load(), 100000);
 }
 
 TEST(Parallel, WorkerCountStaysWithinItemsAndRequest) {
