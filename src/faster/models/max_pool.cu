@@ -55,7 +55,9 @@ __global__ void pool_forward(const T* __restrict__ x, T* __restrict__ y, int64_t
     for (int j = 0; j < V; ++j) {
       const float v[4] = {to_float(in[0].v[j]), to_float(in[1].v[j]), to_float(in[2].v[j]),
                           to_float(in[3].v[j])};
-      out.v[j] = in[first_largest(v)].v[j];
+      // Selects, not in[k]: a runtime index would put the four packs in local memory.
+      const int k = first_largest(v);
+      out.v[j] = k == 0 ? in[0].v[j] : k == 1 ? in[1].v[j] : k == 2 ? in[2].v[j] : in[3].v[j];
     }
     *reinterpret_cast<P*>(y + win.out) = out;
   }
