@@ -120,7 +120,10 @@ Measured run_measured(const std::string& command, const std::filesystem::path& l
 
 bool kill_when(const std::string& command, const std::filesystem::path& log,
                const std::function<bool(pid_t)>& ready, double timeout_s) {
-  const pid_t pid = spawn_shell("exec " + command + " > '" + log.string() + "' 2>&1");
+  // At the lowest priority (nice execs the command in place: the same process), so that on a
+  // busy machine the watcher, woken every millisecond, runs before the command gets far past
+  // the moment it waits for (a kill "late", with one file left, has tens of ms to land).
+  const pid_t pid = spawn_shell("exec nice -n 19 " + command + " > '" + log.string() + "' 2>&1");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   int status = 0;
   while (::waitpid(pid, &status, WNOHANG) == 0) {

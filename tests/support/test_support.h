@@ -45,7 +45,8 @@ struct Measured {
 // Runs a shell command as a child of its own, for its peak memory; `log` receives the output.
 Measured run_measured(const std::string& command, const std::filesystem::path& log);
 
-// Starts `command` (a shell line; the shell execs it, so its process is the one watched), polls
+// Starts `command` (a shell line; the shell execs it at nice 19, so its process is the one
+// watched, and the watcher's polls win the CPU on a busy machine), polls
 // `ready(pid)` every millisecond while it runs and sends it SIGKILL once that holds.  Returns
 // whether it was killed: false if it ended first, or ran timeout_s without `ready` holding (it is
 // killed then too, and the caller's assertion fails).  Its output goes to `log`.
