@@ -151,6 +151,25 @@ TEST(ImageTrain, LogsChartsResolutionScheduleAndEvalEvery) {
   EXPECT_NE(svg.find("<polyline"), std::string::npos);
 }
 
+// A root without val/ trains and says that nothing was tested: no accuracy is made up (the done
+// line once read "final test accuracy 0.00%"), and the JSON has none.
+TEST(ImageTrain, WithoutValTrainsAndTestsNothing) {
+  REQUIRE_FASHION_MNIST();
+  test::TempDir t;
+  fs::create_directories(t / "root");
+  fs::create_directory_symlink(exported(200) / "train", t / "root" / "train");
+  const auto r = test::run_faster("train --data " + (t / "root").string() + kResNet +
+                                  " --epochs 1 --json " + (t / "r.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("no val split: nothing is tested"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("not tested (no val split)"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("test acc"), std::string::npos) << r.output;
+  const auto j = read_json(t / "r.json");
+  EXPECT_FALSE(j.contains("final_test_accuracy")) << j.dump();
+  EXPECT_FALSE(j["epochs"][0].contains("test_accuracy"));
+  EXPECT_EQ(j["epochs"][0]["train_images"], 200);
+}
+
 // Trees that would silently mislabel or cannot be learned: one-line errors naming the folder.
 TEST(ImageTrain, RefusesEmptyClassesAndMismatchedSplits) {
   test::TempDir t;
@@ -185,6 +204,14 @@ TEST(ImageTrain, RefusesEmptyClassesAndMismatchedSplits) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("lacks classes of " + (t / "c" / "train").string() + ": cat"),
             std::string::npos)
+      << r.output;
+  // One split given for the root: refused, pointing at the folder above it.
+  r = test::run_faster("train --data " + (exported(200) / "train").string() + kResNet);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find((exported(200) / "train").string() + ": no train/ folder"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("pass the folder above it, " + exported(200).string()), std::string::npos)
       << r.output;
   r = test::run_faster("train --data " + exported(200).string() + kResNet + " --loader device");
   EXPECT_EQ(r.exit_code, 1);

@@ -397,12 +397,12 @@ int run_train(TrainFlags& f) {
     std::fflush(stdout);
   };
   const auto report = train::train(o, cb);
-  double final_acc = 0;
-  for (const auto& e : report.epochs)
-    if (e.evaluated) final_acc = e.test_accuracy;
-  std::printf("done: %zu epochs in %.2fs on %s (%.0f train images/s), final test accuracy %.2f%%",
-              report.epochs.size(), report.total_seconds, report.device.c_str(),
-              report.train_images_per_second, final_acc);
+  std::printf("done: %zu epochs in %.2fs on %s (%.0f train images/s), ", report.epochs.size(),
+              report.total_seconds, report.device.c_str(), report.train_images_per_second);
+  if (const auto acc = report.final_test_accuracy())
+    std::printf("final test accuracy %.2f%%", *acc);
+  else
+    std::printf("not tested (no val split)");
   // Time to accuracy counts from the process's start (set-up and LibTorch's loading included).
   if (train::is_speedrun(o.recipe))
     std::printf(", %.2fs from process start", report.process_seconds);

@@ -74,13 +74,16 @@ nlohmann::json TrainReport::to_json() const {
   j["setup"] = setup;
   j["train_images_per_second"] = train_images_per_second;
   j["epochs"] = nlohmann::json::array();
-  double last = 0;
-  for (const auto& e : epochs) {
-    j["epochs"].push_back(e.to_json());
-    if (e.evaluated) last = e.test_accuracy;
-  }
-  j["final_test_accuracy"] = last;
+  for (const auto& e : epochs) j["epochs"].push_back(e.to_json());
+  if (const auto acc = final_test_accuracy()) j["final_test_accuracy"] = *acc;
   return j;
+}
+
+std::optional<double> TrainReport::final_test_accuracy() const {
+  std::optional<double> last;
+  for (const auto& e : epochs)
+    if (e.evaluated) last = e.test_accuracy;
+  return last;
 }
 
 nlohmann::json EvalReport::to_json() const {
@@ -410,6 +413,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
                        ", " + report.device;
     if (device.is_cpu()) line += " (" + std::to_string(at::get_num_threads()) + " threads)";
     if (start_epoch > 0) line += ", resuming after epoch " + std::to_string(start_epoch);
+    if (!d.val) line += "; no val split: nothing is tested";
     callbacks.on_start(line);
   }
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,9 @@ struct TrainReport {
   int start_epoch = 0;  // > 0 when resumed
   nlohmann::json options;
 
+  // The last test pass's top-1 (%); none when nothing was tested (the data has no val split).
+  std::optional<double> final_test_accuracy() const;
+  // final_test_accuracy is left out of the JSON when there is none.
   nlohmann::json to_json() const;
 };
 

@@ -52,6 +52,34 @@ void check_same_classes(const data::Source& train, const data::Source& val,
               "class (an empty folder will do for val)");
 }
 
+std::vector<std::string> subfolders(const fs::path& dir) {
+  std::error_code ec;
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_directory(ec)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// A folder of folders that is neither kind is most likely one split of an image dataset (class
+// folders) or a root whose splits are named otherwise: say which layout faster reads.
+[[noreturn]] void refuse_folder_of_folders(const fs::path& given,
+                                           const std::vector<std::string>& folders) {
+  const fs::path dir = given.has_filename() ? given : given.parent_path();  // "a/train/"
+  const std::string name = dir.filename().string();
+  std::error_code ec;
+  const bool a_split =
+      (name == "train" || name == "val") && fs::is_directory(dir.parent_path() / "train", ec);
+  throw Error(given.string() +
+                  ": no train/ folder, and no small dataset (Fashion-MNIST/MNIST idx files, "
+                  "CIFAR-10 batches); it holds folders " +
+                  join(folders),
+              a_split ? "this is one split: pass the folder above it, " +
+                            dir.parent_path().string() + ", which holds train/ (and val/)"
+                      : "an image dataset is ROOT/train/<class>/* with ROOT/val/<class>/*: if "
+                        "these folders are the classes, move them into a train/ folder");
+}
+
 }  // namespace
 
 std::shared_ptr<const data::Source> open_split(const std::string& path) {
@@ -68,6 +96,9 @@ TrainingData open_training_data(const std::string& data, const std::string& val_
   const fs::path root(data);
   const bool images = data::is_lmdb_path(root) || fs::is_directory(root / "train", ec);
   if (!images) {
+    if (fs::is_directory(root, ec) && !data::is_small_dataset(root))
+      if (const auto folders = subfolders(root); !folders.empty())
+        refuse_folder_of_folders(root, folders);
     if (!val_data.empty())
       FASTER_THROW("--val-data applies to JPEG datasets (", data, " is a small array dataset)");
     auto tt = data::load_small_dataset(root);
