@@ -18,7 +18,7 @@
 #include <chrono>
 #include <utility>
 
-#include "faster/core/cuda_check.h"
+#include "faster/core/nvjpeg_check.h"
 #include "faster/core/error.h"
 #include "faster/data/augment/crop_resize_gpu.h"
 #include "faster/data/decode/nvjpeg_decoder.h"
