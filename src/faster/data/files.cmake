@@ -29,10 +29,10 @@ list(APPEND FASTER_TORCH_SOURCES
   src/faster/data/loader/image_loader.cpp
   src/faster/data/loader/load_benchmark.cpp
 )
+list(APPEND FASTER_CUDA_SOURCES src/faster/data/augment/crop_resize.cu)  # see models/files.cmake
 if(FASTER_CUDA)
   list(APPEND FASTER_TORCH_SOURCES src/faster/data/loader/device_copy_cuda.cpp
                                    src/faster/data/decode/nvjpeg_decoder_cuda.cpp)
-  list(APPEND FASTER_CUDA_SOURCES src/faster/data/augment/crop_resize.cu)
 else()
   list(APPEND FASTER_TORCH_SOURCES src/faster/data/loader/device_copy_cpu.cpp
                                    src/faster/data/decode/nvjpeg_decoder_none.cpp)
