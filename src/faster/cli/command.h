@@ -13,17 +13,10 @@
 #include <vector>
 
 #include "faster/core/enum_names.h"
+#include "faster/core/exit_codes.h"
 #include "faster/data/loader/cpu_share.h"
 
 namespace faster::cli {
-
-// Exit codes, the same for every command (docs/exit_codes.md): 0 done; 1 stopped by an error met
-// while working (data, files, devices; the tools resume when re-run); 2 a usage error (the command
-// line alone is wrong: a flag, a value, a range, a combination), nothing done; 3 done, but bad
-// input was skipped (or --verify found damage).
-constexpr int kExitError = 1;
-constexpr int kExitUsage = 2;
-constexpr int kExitBadInput = 3;
 
 // Adds the subcommand to `root`; its callback stores the command's exit code in `exit_code`.
 using AddCommand = std::function<void(CLI::App& root, int& exit_code)>;
