@@ -190,6 +190,37 @@ TEST(ImageLoader, SkipsBadImagesCountedWithRightLabels) {
   }
 }
 
+// In evaluation a bad image's row keeps the batch's shape (its stand-in's pixels) but carries the
+// padding label, so scores count each good image once and no bad one (the stand-in was counted
+// twice before).
+TEST(ImageLoader, EvaluationLeavesBadImagesOutOfTheLabels) {
+  test::TempDir t;
+  int bad;
+  auto src = make_bad_tree(t.path(), bad);
+  ASSERT_GT(bad, 0);
+  LoaderOptions o = small(4, 2);
+  o.transform = Transform::kVal;
+  o.sampler.shuffle = false;
+  ImageLoader loader(src, o);
+  int64_t rows = 0, padded = 0, labelled = 0;
+  for (const Batch& b : epoch(loader, 0)) {
+    rows += b.images.size(0);
+    for (size_t i = 0; i < b.indices.size(); ++i) {
+      const int64_t label = b.labels[static_cast<int64_t>(i)].item<int64_t>();
+      if (label == kPadLabel) {
+        ++padded;
+        continue;
+      }
+      ++labelled;
+      EXPECT_EQ(label, src->label(b.indices[i])) << src->name(b.indices[i]);
+    }
+  }
+  EXPECT_EQ(rows, src->size());
+  EXPECT_EQ(padded, bad);
+  EXPECT_EQ(labelled, src->size() - bad);
+  EXPECT_EQ(loader.stats().skipped, bad);
+}
+
 TEST(ImageLoader, FailPolicyNamesTheImage) {
   test::TempDir t;
   int bad;

@@ -50,9 +50,17 @@ void expect_ddp_equals_combined_batch(const std::string& ddp_flags, const std::s
                                       models::Norm norm, double tolerance = 1e-4) {
   test::TempDir d;
   const auto ddp = test::run_faster("train --parallel ddp --nproc 2 --batch 32" + kSmall +
-                                    ddp_flags + " --save " + (d / "ddp.pt").string());
+                                    ddp_flags + " --save " + (d / "ddp.pt").string() + " --json " +
+                                    (d / "ddp.json").string());
   ASSERT_EQ(ddp.exit_code, 0) << ddp.output;
   EXPECT_NE(ddp.output.find("2 ranks (gloo)"), std::string::npos) << ddp.output;
+  // Rank 0 alone reports: one done line, one writer of --json (both ranks once wrote it, and
+  // the file sometimes ended in the other's tail).
+  const auto first_done = ddp.output.find("done: ");
+  ASSERT_NE(first_done, std::string::npos) << ddp.output;
+  EXPECT_EQ(ddp.output.find("done: ", first_done + 1), std::string::npos) << ddp.output;
+  const auto report = nlohmann::json::parse(test::read_file(d / "ddp.json"));
+  EXPECT_EQ(report["options"]["world_size"], 2);
   const auto one = test::run_faster("train --batch 64" + kSmall + single_flags + " --save " +
                                     (d / "one.pt").string());
   ASSERT_EQ(one.exit_code, 0) << one.output;

@@ -170,6 +170,53 @@ TEST(ImageTrain, WithoutValTrainsAndTestsNothing) {
   EXPECT_EQ(j["epochs"][0]["train_images"], 200);
 }
 
+// A bad image in each split: training replaces it by the next image and eval leaves it out of the
+// scores (so they equal those of the tree without it); both finish, say so, and exit 3.
+TEST(ImageTrain, BadImagesAreSkippedCountedAndExitThree) {
+  REQUIRE_FASHION_MNIST();
+  test::TempDir t;
+  const fs::path root = t / "root";
+  fs::copy(exported(200), root, fs::copy_options::recursive);
+  const fs::path some_class = fs::directory_iterator(root / "val")->path().filename();
+  for (const char* split : {"train", "val"})
+    test::write_file(root / split / some_class / "zz-not-a.jpg", "not a JPEG at all");
+  auto r = test::run_faster("train --data " + root.string() + kResNet + " --epochs 1 --save " +
+                            (t / "w.pt").string() + " --json " + (t / "r.json").string());
+  ASSERT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("2 bad image(s) skipped"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("epoch 1: skipped 1 bad image(s) (each replaced"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("evaluation: skipped 1 bad image(s) (left out of the scores)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(read_json(t / "r.json")["epochs"][0]["skipped_images"], 2);
+  // Under DDP the rank whose shard held a bad image ends with 3: not a failure that stops the
+  // other rank, but the job's code once both are done.
+  const auto ddp = test::run_faster("train --parallel ddp --nproc 2 --data " + root.string() +
+                                    kResNet + " --epochs 1");
+  EXPECT_EQ(ddp.exit_code, 3) << ddp.output;
+  EXPECT_EQ(ddp.output.find("stopping the other ranks"), std::string::npos) << ddp.output;
+  EXPECT_NE(ddp.output.find("done: "), std::string::npos) << ddp.output;
+
+  const auto eval = [&](const fs::path& data, const char* name) {
+    const auto e =
+        test::run_faster("eval --weights " + (t / "w.pt").string() + " --data " + data.string() +
+                         " --val-res 32 --device cpu --json " + (t / name).string());
+    return std::make_pair(e, read_json(t / name));
+  };
+  const auto [dirty, dj] = eval(root, "dirty.json");
+  const auto [clean, cj] = eval(exported(200), "clean.json");
+  ASSERT_EQ(dirty.exit_code, 3) << dirty.output;
+  ASSERT_EQ(clean.exit_code, 0) << clean.output;
+  EXPECT_EQ(dj["skipped"], 1);
+  EXPECT_EQ(dj["images"], cj["images"]);  // the bad one is not counted (its stand-in once was)
+  // The same images through the same weights; a batch's rows are computed apart in eval mode, so
+  // the scores agree, to one image's worth for a prediction at a tie.
+  const double one = 100.0 / cj["images"].get<double>();
+  EXPECT_NEAR(dj["top1"].get<double>(), cj["top1"].get<double>(), one + 1e-9);
+  EXPECT_NEAR(dj["loss"].get<double>(), cj["loss"].get<double>(), 1e-3);
+}
+
 // Trees that would silently mislabel or cannot be learned: one-line errors naming the folder.
 TEST(ImageTrain, RefusesEmptyClassesAndMismatchedSplits) {
   test::TempDir t;

@@ -57,7 +57,7 @@ void add_eval(CLI::App& root, int& exit_code) {
         r.model.c_str(), r.classes, r.data.c_str(), r.res, r.top1, r.top5, r.loss,
         static_cast<long long>(r.images), r.seconds, r.device.c_str());
     if (!f->json.empty()) tools::write_file_atomic(f->json, r.to_json().dump(2) + "\n");
-    exit_code = 0;
+    exit_code = r.skipped > 0 ? kExitBadInput : 0;
   });
 }
 

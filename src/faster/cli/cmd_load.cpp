@@ -100,7 +100,7 @@ void add_load(CLI::App& root, int& exit_code) {
       out << data::to_json(report).dump(2) << "\n";
       if (!out) FASTER_THROW("cannot write ", f->json);
     }
-    exit_code = 0;
+    exit_code = report.skipped > 0 ? kExitBadInput : 0;
   });
 }
 

@@ -397,6 +397,9 @@ int run_train(TrainFlags& f) {
     std::fflush(stdout);
   };
   const auto report = train::train(o, cb);
+  // Bad images skipped (this process's): done, but exit 3, as every command does.
+  const int code = report.skipped_images() > 0 ? kExitBadInput : 0;
+  if (!report.is_main) return code;  // rank 0 speaks for the job (its --json, its done line)
   std::printf("done: %zu epochs in %.2fs on %s (%.0f train images/s), ", report.epochs.size(),
               report.total_seconds, report.device.c_str(), report.train_images_per_second);
   if (const auto acc = report.final_test_accuracy())
@@ -406,13 +409,15 @@ int run_train(TrainFlags& f) {
   // Time to accuracy counts from the process's start (set-up and LibTorch's loading included).
   if (train::is_speedrun(o.recipe))
     std::printf(", %.2fs from process start", report.process_seconds);
+  if (code != 0)
+    std::printf("; %lld bad image(s) skipped", static_cast<long long>(report.skipped_images()));
   std::printf("\n");
   if (!f.json.empty()) {
     std::ofstream out(f.json);
     out << report.to_json().dump(2) << "\n";
     if (!out) FASTER_THROW("--json ", f.json, ": cannot write");
   }
-  return 0;
+  return code;
 }
 
 void add_train(CLI::App& root, int& exit_code) {

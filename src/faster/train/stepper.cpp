@@ -84,6 +84,7 @@ Stepper::Stepper(models::Model model, const TrainOptions& o, torch::Device devic
   eval_loss_sum_ = torch::zeros({}, f);
   top1_ = torch::zeros({}, f.dtype(torch::kLong));
   top5_ = torch::zeros({}, f.dtype(torch::kLong));
+  evaluated_ = torch::zeros({}, f.dtype(torch::kLong));
   normalize_ = data::PixelNormalizer(norm, channels, data::Layout::kNCHW, device);
   if (o.precision == Precision::kFloat16) scaler_.emplace(device);
   if (o.ema_decay > 0) ema_.emplace(sgd_.flat_params(), model_->buffers(), o.ema_decay);
@@ -94,6 +95,7 @@ void Stepper::start_epoch() {
   eval_loss_sum_.zero_();
   top1_.zero_();
   top5_.zero_();
+  evaluated_.zero_();
 }
 
 void Stepper::train_batch(const data::Batch& b) {
@@ -109,13 +111,14 @@ void Stepper::eval_batch(const data::Batch& b) {
 
 torch::Tensor Stepper::totals() const {
   return torch::stack({loss_sum_.to(torch::kDouble), eval_loss_sum_.to(torch::kDouble),
-                       top1_.to(torch::kDouble), top5_.to(torch::kDouble)});
+                       top1_.to(torch::kDouble), top5_.to(torch::kDouble),
+                       evaluated_.to(torch::kDouble)});
 }
 
 StepTotals Stepper::read(const torch::Tensor& totals) {
   const auto t = totals.to(torch::kCPU, torch::kDouble).contiguous();
   const double* v = t.data_ptr<double>();
-  return {v[0], v[1], v[2], v[3]};
+  return {v[0], v[1], v[2], v[3], v[4]};
 }
 
 double Stepper::train_loss_so_far() const {
@@ -225,11 +228,13 @@ void Stepper::eval_step(const torch::Tensor& x, const torch::Tensor& y) {
     out = tta_logits([this](const torch::Tensor& t) { return forward(t); }, prepare(x), o_.tta,
                      o_.tta_shifts);
   }
-  // Padding rows carry kPadLabel: no prediction equals it, and the loss ignores it.
+  // Padding rows (and a bad image's, in evaluation) carry kPadLabel: no prediction equals it, the
+  // loss ignores it, and it is not counted among the evaluated.
   const auto best = std::get<1>(out.topk(std::min<int64_t>(5, out.size(1)), 1));
   const auto hit = best.eq(y.unsqueeze(1));
   top1_.add_(hit.select(1, 0).sum());
   top5_.add_(hit.any(1).sum());
+  evaluated_.add_(y.ne(data::kPadLabel).sum());
   eval_loss_sum_.add_(F::cross_entropy(out.to(torch::kFloat), y,
                                        F::CrossEntropyFuncOptions().reduction(torch::kSum)));
 }

@@ -42,6 +42,7 @@ struct StepTotals {
   double train_loss = 0;      // sum over training samples
   double eval_loss = 0;       // sum over evaluated samples (cross-entropy without smoothing)
   double top1 = 0, top5 = 0;  // correct predictions among the evaluated samples
+  double evaluated = 0;       // the samples evaluated: rows without the padding label
 };
 
 class Stepper {
@@ -100,7 +101,7 @@ class Stepper {
   std::unique_ptr<Captured> train_graph_, eval_graph_;
   data::PixelNormalizer normalize_;  // uint8 batches, NCHW
   bool input_nhwc_;
-  torch::Tensor loss_sum_, eval_loss_sum_, top1_, top5_;
+  torch::Tensor loss_sum_, eval_loss_sum_, top1_, top5_, evaluated_;
   std::vector<torch::Device> dp_devices_;
   std::unique_ptr<GradReducer> reducer_;
 };

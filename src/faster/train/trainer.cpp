@@ -42,6 +42,7 @@ nlohmann::json EpochStats::to_json() const {
                       {"train_seconds", train_seconds},
                       {"loader_wait_seconds", loader_wait_seconds},
                       {"train_images", train_images},
+                      {"skipped_images", skipped_images},
                       {"lr", lr},
                       {"res", res},
                       {"process_seconds", process_seconds}};
@@ -79,6 +80,12 @@ nlohmann::json TrainReport::to_json() const {
   return j;
 }
 
+int64_t TrainReport::skipped_images() const {
+  int64_t n = 0;
+  for (const auto& e : epochs) n += e.skipped_images;
+  return n;
+}
+
 std::optional<double> TrainReport::final_test_accuracy() const {
   std::optional<double> last;
   for (const auto& e : epochs)
@@ -87,9 +94,9 @@ std::optional<double> TrainReport::final_test_accuracy() const {
 }
 
 nlohmann::json EvalReport::to_json() const {
-  return {{"model", model}, {"data", data},      {"device", device}, {"classes", classes},
-          {"res", res},     {"images", images},  {"loss", loss},     {"top1", top1},
-          {"top5", top5},   {"seconds", seconds}};
+  return {{"model", model}, {"data", data},     {"device", device},   {"classes", classes},
+          {"res", res},     {"images", images}, {"skipped", skipped}, {"loss", loss},
+          {"top1", top1},   {"top5", top5},     {"seconds", seconds}};
 }
 
 namespace {
@@ -404,6 +411,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
                    o.epochs, ": nothing left to train");
   }
   report.start_epoch = start_epoch;
+  report.is_main = is_main;
   log.write({{"event", "start"},
              {"options", report.options},
              {"device", report.device},
@@ -431,6 +439,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   }
   report.setup = setup;
   auto* image_loader = dynamic_cast<data::ImageLoader*>(train_loader.get());
+  auto* val_image_loader = dynamic_cast<data::ImageLoader*>(val_loader.get());
   const int64_t steps_per_epoch = train_loader->batches_per_epoch();
   int64_t train_images = 0;
   double train_seconds = 0;
@@ -441,6 +450,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
     stepper.start_epoch();
     model->train();
     const data::LoaderStats before = image_loader ? image_loader->stats() : data::LoaderStats{};
+    const int64_t val_skipped_before = val_image_loader ? val_image_loader->stats().skipped : 0;
     train_loader->start_epoch(epoch);
     const bool evaluate = val_loader && ((epoch + 1) % o.eval_every == 0 || epoch + 1 == o.epochs);
     double lr = 0;
@@ -494,7 +504,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
       e.train_loss = t.train_loss / std::max<int64_t>(1, e.train_images);
       e.evaluated = evaluate;
       if (evaluate) {
-        const double n = static_cast<double>(d.val->size());
+        const double n = std::max(1.0, t.evaluated);
         e.test_loss = t.eval_loss / n;
         e.test_accuracy = 100.0 * t.top1 / n;
         e.test_top5 = 100.0 * t.top5 / n;
@@ -511,7 +521,10 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
         e.loader_gpu_wait_seconds = now.gpu_wait_s - before.gpu_wait_s;
         e.loader_images = now.images - before.images;
         e.loader_gpu_images = now.gpu_images - before.gpu_images;
+        e.skipped_images = now.skipped - before.skipped;
       }
+      if (val_image_loader)
+        e.skipped_images += val_image_loader->stats().skipped - val_skipped_before;
       e.lr = lr;
       e.res = res;
       e.process_seconds = process_seconds();
@@ -631,10 +644,12 @@ EvalReport evaluate(const EvalOptions& e) {
   r.device = device.str();
   r.classes = mo.classes;
   r.res = plan.val_res;
-  r.images = d.val->size();
-  r.loss = t.eval_loss / r.images;
-  r.top1 = 100.0 * t.top1 / r.images;
-  r.top5 = 100.0 * t.top5 / r.images;
+  r.images = static_cast<int64_t>(t.evaluated);
+  r.skipped = d.val->size() - r.images;
+  const double n = std::max(1.0, t.evaluated);
+  r.loss = t.eval_loss / n;
+  r.top1 = 100.0 * t.top1 / n;
+  r.top5 = 100.0 * t.top5 / n;
   r.seconds = timer.seconds();
   return r;
 }

@@ -30,6 +30,9 @@ struct EpochStats {
   // Of loader_gpu_seconds: checking headers, in nvJPEG's calls, waiting for the GPU.
   double loader_gpu_parse_seconds = 0, loader_gpu_call_seconds = 0, loader_gpu_wait_seconds = 0;
   int64_t loader_images = 0, loader_gpu_images = 0;
+  // Bad images this process's loaders skipped in the epoch (training and test): each replaced
+  // by the next image in training, left out of the test scores.
+  int64_t skipped_images = 0;
   int64_t train_images = 0;
   double lr = 0;               // at the epoch's last step
   int res = 0;                 // training resolution (0: as stored)
@@ -50,8 +53,11 @@ struct TrainReport {
   std::string device, model, data;
   int classes = 0;
   int start_epoch = 0;  // > 0 when resumed
+  bool is_main = true;  // rank 0 (or the only process): the one that reports for the job
   nlohmann::json options;
 
+  // Bad images skipped over the whole run, by this process (a rank of a DDP job: its shards).
+  int64_t skipped_images() const;
   // The last test pass's top-1 (%); none when nothing was tested (the data has no val split).
   std::optional<double> final_test_accuracy() const;
   // final_test_accuracy is left out of the JSON when there is none.
@@ -82,7 +88,8 @@ struct EvalOptions {
 struct EvalReport {
   std::string model, data, device;
   int classes = 0, res = 0;
-  int64_t images = 0;
+  int64_t images = 0;   // evaluated: the split's images less the bad ones skipped
+  int64_t skipped = 0;  // bad images left out
   double loss = 0, top1 = 0, top5 = 0, seconds = 0;
   nlohmann::json to_json() const;
 };

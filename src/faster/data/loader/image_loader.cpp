@@ -312,7 +312,10 @@ void ImageLoader::process(Worker& w, Slot& slot, int position, int64_t first, bo
     if (load_sample(w, index, epoch_, slot, position, /*count_bad=*/k == 0, allow_gpu,
                     have_bytes && k == 0)) {
       slot.indices[position] = index;
-      slot.labels.data_ptr<int64_t>()[position] = w.sample.label;
+      // Evaluation counts each image once: a bad one's stand-in fills its row for the shapes but
+      // carries the padding label, which the scores leave out.
+      slot.labels.data_ptr<int64_t>()[position] =
+          k > 0 && options_.transform == Transform::kVal ? kPadLabel : w.sample.label;
       return;
     }
     if (options_.on_bad_image == BadImagePolicy::kFail) return;  // load_sample set error_
@@ -525,7 +528,12 @@ std::optional<Batch> ImageLoader::next() {
   }
   if (consumed_ >= batches_per_epoch()) {
     if (!epoch_reported_ && skipped_ > skipped_at_epoch_start_)  // once, at the end of the epoch
-      log::warn("epoch ", epoch_, ": skipped ", skipped_ - skipped_at_epoch_start_, " bad image(s)",
+      log::warn(options_.transform == Transform::kVal
+                    ? std::string("evaluation")
+                    : "epoch " + std::to_string(epoch_ + 1),  // as the progress lines count
+                ": skipped ", skipped_ - skipped_at_epoch_start_, " bad image(s)",
+                options_.transform == Transform::kVal ? " (left out of the scores)"
+                                                      : " (each replaced by the next image)",
                 skipped_names_.empty() ? "" : ", first: " + skipped_names_[0]);
     epoch_reported_ = true;
     return std::nullopt;

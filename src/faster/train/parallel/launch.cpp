@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "faster/core/error.h"
+#include "faster/core/exit_codes.h"
 #include "faster/core/log.h"
 #include "faster/core/process.h"
 #include "faster/train/parallel/world.h"
@@ -92,7 +93,7 @@ int launch_local(const LaunchOptions& o) {
   sigaction(SIGTERM, &sa, nullptr);
   std::vector<pid_t> pids;
   for (int r = 0; r < o.nproc; ++r) pids.push_back(start_rank(o, r, port));
-  int running = o.nproc;
+  int running = o.nproc, job_code = 0;
   while (running > 0) {
     int status = 0;
     const pid_t pid = waitpid(-1, &status, 0);
@@ -111,6 +112,10 @@ int launch_local(const LaunchOptions& o) {
     *it = 0;
     --running;
     const int code = wait_exit_code(status);
+    if (code == kExitBadInput) {  // done, but skipped bad images: the job's code, once all end
+      job_code = code;
+      continue;
+    }
     if (code != 0) {
       log::warn("launcher: rank ", rank,
                 (WIFSIGNALED(status) ? " was killed by signal " : " exited with code "),
@@ -119,7 +124,7 @@ int launch_local(const LaunchOptions& o) {
       return code;
     }
   }
-  return 0;
+  return job_code;
 }
 
 }  // namespace faster::train
