@@ -397,9 +397,11 @@ int run_train(TrainFlags& f) {
     std::fflush(stdout);
   };
   const auto report = train::train(o, cb);
-  // Bad images skipped (this process's): done, but exit 3, as every command does.
+  // Rank 0 speaks for the job: its --json, its done line, and its exit code, 3 when the job
+  // skipped bad images (the other ranks end 0, so no launcher takes them for failed while rank 0
+  // still writes its files).
+  if (!report.is_main) return 0;
   const int code = report.skipped_images() > 0 ? kExitBadInput : 0;
-  if (!report.is_main) return code;  // rank 0 speaks for the job (its --json, its done line)
   std::printf("done: %zu epochs in %.2fs on %s (%.0f train images/s), ", report.epochs.size(),
               report.total_seconds, report.device.c_str(), report.train_images_per_second);
   if (const auto acc = report.final_test_accuracy())

@@ -495,10 +495,19 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
         stepper.swap_ema();
       }
       if (bar) bar->finish();
+      // Bad images the job's loaders skipped in the epoch (training and test), summed with the
+      // step's totals over the ranks: every rank knows the job's count, and rank 0 reports it.
+      int64_t skipped = 0;
+      if (image_loader) skipped += image_loader->stats().skipped - before.skipped;
+      if (val_image_loader) skipped += val_image_loader->stats().skipped - val_skipped_before;
       auto totals = stepper.totals();
+      totals =
+          torch::cat({totals, torch::full({1}, static_cast<double>(skipped), totals.options())});
       if (dist) dist->all_reduce_sum(totals);
-      const StepTotals t = Stepper::read(totals);  // the epoch's one host sync
+      totals = totals.to(torch::kCPU);  // the epoch's one host sync
+      const StepTotals t = Stepper::read(totals);
       EpochStats e;
+      e.skipped_images = static_cast<int64_t>(totals[-1].item<double>());
       e.epoch = epoch + 1;
       e.train_images = train_loader->samples_per_epoch() * world.world;
       e.train_loss = t.train_loss / std::max<int64_t>(1, e.train_images);
@@ -521,10 +530,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
         e.loader_gpu_wait_seconds = now.gpu_wait_s - before.gpu_wait_s;
         e.loader_images = now.images - before.images;
         e.loader_gpu_images = now.gpu_images - before.gpu_images;
-        e.skipped_images = now.skipped - before.skipped;
       }
-      if (val_image_loader)
-        e.skipped_images += val_image_loader->stats().skipped - val_skipped_before;
       e.lr = lr;
       e.res = res;
       e.process_seconds = process_seconds();

@@ -30,8 +30,8 @@ struct EpochStats {
   // Of loader_gpu_seconds: checking headers, in nvJPEG's calls, waiting for the GPU.
   double loader_gpu_parse_seconds = 0, loader_gpu_call_seconds = 0, loader_gpu_wait_seconds = 0;
   int64_t loader_images = 0, loader_gpu_images = 0;
-  // Bad images this process's loaders skipped in the epoch (training and test): each replaced
-  // by the next image in training, left out of the test scores.
+  // Bad images the job's loaders skipped in the epoch (training and test, all ranks): each
+  // replaced by the next image in training, left out of the test scores.
   int64_t skipped_images = 0;
   int64_t train_images = 0;
   double lr = 0;               // at the epoch's last step
@@ -56,7 +56,7 @@ struct TrainReport {
   bool is_main = true;  // rank 0 (or the only process): the one that reports for the job
   nlohmann::json options;
 
-  // Bad images skipped over the whole run, by this process (a rank of a DDP job: its shards).
+  // Bad images skipped over the whole run (by every rank of a DDP job).
   int64_t skipped_images() const;
   // The last test pass's top-1 (%); none when nothing was tested (the data has no val split).
   std::optional<double> final_test_accuracy() const;
