@@ -138,6 +138,21 @@ TEST(Pack, BadArgumentsAndFailedWritesLeaveNoDatabase) {
   EXPECT_NE(not_db.output.find("not an LMDB database"), std::string::npos) << not_db.output;
   write_file(t.tmp / "junk.mdb", std::string(100000, 'j'));
   EXPECT_EQ(run_faster("pack --verify " + quoted(t.tmp / "junk.mdb")).exit_code, 1);
+  // A dataset's root (train/ and val/ of class folders) for --src: two classes, "train" and
+  // "val", once; refused, naming the split to give instead.
+  fs::create_directories(t.tmp / "root");
+  fs::create_directory_symlink(t.src, t.tmp / "root" / "train");
+  fs::create_directory_symlink(t.src, t.tmp / "root" / "val");
+  const RunResult root =
+      run_faster("pack --src " + quoted(t.tmp / "root") + " --out " + quoted(t.tmp / "root.lmdb"));
+  EXPECT_EQ(root.exit_code, 1) << root.output;
+  EXPECT_NE(root.output.find("is a dataset's root (train/, val/ of class folders)"),
+            std::string::npos)
+      << root.output;
+  EXPECT_NE(root.output.find("give one split, " + (t.tmp / "root" / "train").string()),
+            std::string::npos)
+      << root.output;
+  EXPECT_FALSE(fs::exists(t.tmp / "root.lmdb"));
 
   // Writes fail part-way (a file size limit, as a full disk would): nothing under --out.
   const RunResult limited = run_shell("bash -c \"trap '' XFSZ; ulimit -f 16; " +

@@ -28,6 +28,26 @@ FolderSource::FolderSource(const fs::path& root, bool warn) : root_(root) {
   if (classes_.empty())
     throw Error("no class folders in " + root.string(),
                 "expected ImageNet-style " + root.string() + "/<class>/<image>.JPEG");
+  // A dataset's root (train/ and val/ holding class folders) where one split is read would label
+  // every image by its split: refused.
+  const auto is_split_name = [](const std::string& c) {
+    return c == "train" || c == "val" || c == "test";
+  };
+  if (std::all_of(classes_.begin(), classes_.end(), is_split_name)) {
+    bool holds_folders = false;
+    std::string names;
+    for (const auto& c : classes_) {
+      names += (names.empty() ? "" : ", ") + c + "/";
+      for (const auto& e : fs::directory_iterator(root / c, ec))
+        holds_folders = holds_folders || e.is_directory(ec);
+    }
+    if (holds_folders)
+      throw Error(root.string() + " is a dataset's root (" + names +
+                      " of class folders), not one split: its images would be labelled by their "
+                      "split",
+                  "give one split, " + (root / classes_.front()).string() +
+                      " (faster pack: one database per split)");
+  }
   ImageTree tree = list_image_tree(root, /*skip_hidden=*/false);
   const auto class_of = [&](const std::string& rel) {
     const size_t slash = rel.find('/');
