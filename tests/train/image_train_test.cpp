@@ -260,6 +260,14 @@ TEST(ImageTrain, RefusesEmptyClassesAndMismatchedSplits) {
       << r.output;
   EXPECT_NE(r.output.find("pass the folder above it, " + exported(200).string()), std::string::npos)
       << r.output;
+  // A CPU run that cannot fit in memory: refused before it starts, naming a batch that fits (the
+  // kernel once killed the default ResNet-50 run on a 24 GB machine without a word).
+  r = test::run_faster("train --data " + exported(200).string() +
+                       " --model resnet50 --res 224 --device cpu --batch 500000");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("resnet50, batch 500000 at 224x224, needs about"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("HINT: --batch "), std::string::npos) << r.output;
   r = test::run_faster("train --data " + exported(200).string() + kResNet + " --loader device");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("--loader device"), std::string::npos) << r.output;

@@ -59,6 +59,23 @@ int usable_cores() {
   return std::max(1, CPU_COUNT(&set));
 }
 
+int64_t available_memory_bytes() {
+  int64_t available = 0;
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string key; meminfo >> key;) {
+    int64_t kb = 0;
+    meminfo >> kb;
+    meminfo.ignore(1 << 10, '\n');
+    if (key == "MemAvailable:") available = kb * 1024;
+  }
+  // A container's own limit (cgroup v2), where it is lower.
+  std::ifstream max_in("/sys/fs/cgroup/memory.max"), current_in("/sys/fs/cgroup/memory.current");
+  int64_t max = 0, current = 0;
+  if (max_in >> max && current_in >> current && max > current)
+    available = available > 0 ? std::min(available, max - current) : max - current;
+  return available;
+}
+
 nlohmann::json env_info() {
   nlohmann::json j;
   j["faster"] = FASTER_VERSION;

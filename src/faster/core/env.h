@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+
 namespace faster {
 
 nlohmann::json env_info();
@@ -11,5 +13,9 @@ nlohmann::json env_info();
 // The CPUs this process may run on (its affinity mask, which taskset, cgroups' cpusets and Slurm
 // set), at least 1.
 int usable_cores();
+
+// Memory a new allocation can take without swapping (MemAvailable in /proc/meminfo, the kernel's
+// estimate), in bytes; 0 when it cannot be read.
+int64_t available_memory_bytes();
 
 }  // namespace faster

@@ -55,7 +55,18 @@ struct Entry {
   Widths widths;
   // Returns the parameters it set; may be empty.
   std::function<std::vector<torch::Tensor>(Model&, const torch::Tensor&)> init_from_data;
+  CpuTrainMemory cpu_memory;
 };
+
+// Peak resident memory of `faster train --device cpu --res 224` (fp32, LibTorch 1.13, 2 cores),
+// batch 4 against 32: the slope per image and what is left at batch 0, loader ring included.
+CpuTrainMemory resnet_cpu_memory(const std::string& name) {
+  constexpr int64_t MB = 1 << 20;
+  if (name == "resnet18") return {600 * MB, 31 * MB};    // 722 MB at 4, 1,583 MB at 32
+  if (name == "resnet34") return {980 * MB, 33 * MB};    // 1,108 MB, 2,021 MB
+  if (name == "resnet50") return {1120 * MB, 108 * MB};  // 1,552 MB, 4,565 MB
+  return {};
+}
 
 data::Normalization unit_normalization() {
   data::Normalization n;
@@ -95,7 +106,8 @@ const std::vector<Entry>& registry() {
                    [](const ModelOptions&) { return 1; },
                    data::Normalization{},
                    {},
-                   {}});
+                   {},
+                   resnet_cpu_memory(name)});
     return e;
   }();
   return entries;
@@ -128,6 +140,10 @@ Widths default_widths(const std::string& name) {
 std::vector<torch::Tensor> init_from_data(Model& model, const torch::Tensor& images) {
   const auto& init = find(model.name()).init_from_data;
   return init ? init(model, images) : std::vector<torch::Tensor>{};
+}
+
+CpuTrainMemory cpu_train_memory(const std::string& name) {
+  return find(name).cpu_memory;
 }
 
 int min_input_size(const ModelOptions& options) {

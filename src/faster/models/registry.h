@@ -61,6 +61,14 @@ Widths default_widths(const std::string& name);
 // set; none when the architecture has no such layer.
 std::vector<torch::Tensor> init_from_data(Model& model, const torch::Tensor& images);
 
+// Host memory a CPU training step takes: a fixed part and a part per image at 224x224 (it scales
+// with the pixels), measured (models/registry.cpp); 0 and 0 where the model is small enough never
+// to matter.
+struct CpuTrainMemory {
+  int64_t fixed_bytes = 0, per_image_224_bytes = 0;
+};
+CpuTrainMemory cpu_train_memory(const std::string& name);
+
 // The smallest image side the architecture accepts (ThinNet's unpadded convs shrink the map).
 int min_input_size(const ModelOptions& options);
 

@@ -13,6 +13,7 @@
 #include <optional>
 #include <thread>
 
+#include "faster/core/env.h"
 #include "faster/core/error.h"
 #include "faster/core/gpu_info.h"
 #include "faster/core/line_chart.h"
@@ -100,6 +101,35 @@ nlohmann::json EvalReport::to_json() const {
 }
 
 namespace {
+
+// A CPU run that cannot fit in memory is refused before it starts: the kernel's out-of-memory
+// killer would end it without a word.  `width` x `height`: a training image's; `ranks`: processes
+// on this machine, each with its own model and batch.
+void check_cpu_memory(const std::string& model, int64_t batch, int64_t width, int64_t height,
+                      int ranks) {
+  const int64_t pixels = width * height;
+  const auto m = models::cpu_train_memory(model);
+  const int64_t available = available_memory_bytes();
+  if (m.per_image_224_bytes == 0 || available <= 0) return;
+  const double per_image = static_cast<double>(m.per_image_224_bytes) * pixels / (224.0 * 224.0);
+  const double need = ranks * (static_cast<double>(m.fixed_bytes) + per_image * batch);
+  if (need <= static_cast<double>(available)) return;
+  const auto amount = [](double bytes, double unit, const char* name) {
+    char s[32];
+    std::snprintf(s, sizeof s, "%.1f %s", bytes / unit, name);
+    return std::string(s);
+  };
+  const auto gb = [&](double bytes) { return amount(bytes, 1e9, "GB"); };
+  const int64_t fits = static_cast<int64_t>(
+      (static_cast<double>(available) / ranks - static_cast<double>(m.fixed_bytes)) / per_image);
+  throw Error(model + ", batch " + std::to_string(batch) + " at " + std::to_string(width) + "x" +
+                  std::to_string(height) +
+                  (ranks > 1 ? ", " + std::to_string(ranks) + " ranks" : "") + ", needs about " +
+                  gb(need) + " of memory to train on the CPU (" + amount(per_image, 1e6, "MB") +
+                  " an image), but " + gb(static_cast<double>(available)) + " are available",
+              fits >= 1 ? "--batch " + std::to_string(fits) + " fits, or a smaller --res"
+                        : "a smaller --res, or a GPU");
+}
 
 void to_channels_last(torch::nn::Module& m) {
   torch::NoGradGuard no_grad;
@@ -358,6 +388,12 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   if (smallest_res < min_side)
     FASTER_THROW(mo.name, " needs images of at least ", min_side, "x", min_side, "; this run has ",
                  smallest_res, "x", smallest_res);
+  if (device.is_cpu()) {
+    const bool as_stored = d.arrays() && o.res.res == 0;
+    const int64_t side = std::max(o.res.res, o.res.end_res);
+    check_cpu_memory(mo.name, o.batch, as_stored ? d.train_arrays->width : side,
+                     as_stored ? d.train_arrays->height : side, world.local_world);
+  }
   torch::manual_seed(o.seed);
   at::globalContext().setBenchmarkCuDNN(o.cudnn_benchmark);
   at::globalContext().setBenchmarkLimitCuDNN(o.cudnn_benchmark_limit);
