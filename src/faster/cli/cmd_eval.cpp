@@ -52,10 +52,11 @@ void add_eval(CLI::App& root, int& exit_code) {
     if (!f->json.empty()) tools::check_output_file(f->json, "--json");
     const auto r = train::evaluate(f->o);
     std::printf(
-        "eval %s (%d classes) on %s at %d px: top-1 %.2f%%  top-5 %.2f%%  loss %.4f  "
+        "eval %s (%d classes) on %s at %s: top-1 %.2f%%  top-5 %.2f%%  loss %.4f  "
         "(%lld images, %.2fs on %s)\n",
-        r.model.c_str(), r.classes, r.data.c_str(), r.res, r.top1, r.top5, r.loss,
-        static_cast<long long>(r.images), r.seconds, r.device.c_str());
+        r.model.c_str(), r.classes, r.data.c_str(),
+        r.res > 0 ? (std::to_string(r.res) + " px").c_str() : "its stored size", r.top1, r.top5,
+        r.loss, static_cast<long long>(r.images), r.seconds, r.device.c_str());
     if (!f->json.empty()) tools::write_file_atomic(f->json, r.to_json().dump(2) + "\n");
     exit_code = r.skipped > 0 ? kExitBadInput : 0;
   });

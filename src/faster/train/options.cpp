@@ -161,7 +161,10 @@ void validate(const TrainOptions& o) {
   check_range("--batch", o.batch, 1, data::kMaxBatch);
   check_range("--workers", o.workers, 1, data::kMaxWorkers);
   if (!(o.sgd.lr > 0) || !std::isfinite(o.sgd.lr))
-    FASTER_USAGE_ERROR("--lr must be a positive number (got ", o.sgd.lr, ")");
+    FASTER_USAGE_ERROR("--lr must be a positive finite number (got ", o.sgd.lr, ")");
+  if (o.keep_checkpoints && o.checkpoint.empty())
+    FASTER_USAGE_ERROR(
+        "--keep-checkpoints needs --checkpoint FILE (the epochs' copies sit beside it)");
   if (!(o.sgd.momentum >= 0 && o.sgd.momentum < 1))
     FASTER_USAGE_ERROR("--momentum must be in [0, 1) (got ", o.sgd.momentum, ")");
   if (!(o.sgd.weight_decay >= 0) || !std::isfinite(o.sgd.weight_decay))
