@@ -118,8 +118,8 @@ Measured run_measured(const std::string& command, const std::filesystem::path& l
   return m;
 }
 
-bool kill_when(const std::string& command, const std::filesystem::path& log,
-               const std::function<bool(pid_t)>& ready, double timeout_s) {
+int signal_when(const std::string& command, const std::filesystem::path& log,
+                const std::function<bool(pid_t)>& ready, int signal, double timeout_s) {
   // At the lowest priority (nice execs the command in place: the same process), so that on a
   // busy machine the watcher, woken every millisecond, runs before the command gets far past
   // the moment it waits for (a kill "late", with one file left, has tens of ms to land).
@@ -127,15 +127,27 @@ bool kill_when(const std::string& command, const std::filesystem::path& log,
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   int status = 0;
   while (::waitpid(pid, &status, WNOHANG) == 0) {
-    const bool timed_out = std::chrono::steady_clock::now() > deadline;
-    if (timed_out || ready(pid)) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return !timed_out && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+    if (std::chrono::steady_clock::now() > deadline) break;
+    if (ready(pid)) {
+      ::kill(pid, signal);
+      // It ends now (SIGKILL) or at its next check (a caught signal), within the time left.
+      while (::waitpid(pid, &status, WNOHANG) == 0) {
+        if (std::chrono::steady_clock::now() > deadline) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      if (::waitpid(pid, &status, WNOHANG) == 0) break;  // still running: killed below
+      return exit_code_of(status);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  return false;
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  return -1;
+}
+
+bool kill_when(const std::string& command, const std::filesystem::path& log,
+               const std::function<bool(pid_t)>& ready, double timeout_s) {
+  return signal_when(command, log, ready, SIGKILL, timeout_s) == 128 + SIGKILL;
 }
 
 int64_t bytes_read(pid_t pid) {

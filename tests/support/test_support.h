@@ -52,6 +52,10 @@ Measured run_measured(const std::string& command, const std::filesystem::path& l
 // killed then too, and the caller's assertion fails).  Its output goes to `log`.
 bool kill_when(const std::string& command, const std::filesystem::path& log,
                const std::function<bool(pid_t)>& ready, double timeout_s = 60);
+// The same with `signal`: returns the command's exit code (128 + the signal if it ended by it),
+// or -1 if it ended before `ready` held or did not end within timeout_s (then it is killed).
+int signal_when(const std::string& command, const std::filesystem::path& log,
+                const std::function<bool(pid_t)>& ready, int signal, double timeout_s = 60);
 // Bytes a live process has read so far (rchar in /proc/PID/io); -1 if that cannot be read.
 int64_t bytes_read(pid_t pid);
 

@@ -96,5 +96,35 @@ TEST(Train, SaveWritesAStateDictThatLoadsHereAndInPython) {
   }
 }
 
+// Ctrl-C once an epoch is saved: the run stops at its next step, exits 130, names where it stopped
+// and the checkpoint that holds the last whole epoch; the metrics log ends with the event; and
+// --resume from that checkpoint goes on.
+TEST(Train, InterruptStopsBetweenStepsAndNamesTheCheckpoint) {
+  REQUIRE_FASHION_MNIST();
+  test::TempDir t;
+  const std::string run = std::string(FASTER_BIN) +
+                          " train --device cpu --blocks 0,0,0 --filters 8,16,32 --train-limit 512 "
+                          "--test-limit 128 --workers 1 --checkpoint " +
+                          (t / "c.ckpt").string() + test::fashion_mnist_flag();
+  const int code = test::signal_when(
+      run + " --epochs 100000 --log-dir " + (t / "log").string(), t / "out",
+      [&](pid_t) { return std::filesystem::exists(t / "c.ckpt"); }, SIGINT);
+  const std::string out = test::read_file(t / "out");
+  ASSERT_EQ(code, 130) << out;
+  EXPECT_NE(out.find("faster: error: interrupted (SIGINT) "), std::string::npos) << out;
+  EXPECT_NE(out.find("HINT: " + (t / "c.ckpt").string() + " holds epoch "), std::string::npos)
+      << out;
+  std::istringstream lines(test::read_file(t / "log" / "metrics.jsonl"));
+  std::string line, last;
+  while (std::getline(lines, line)) last = line;
+  const auto event = nlohmann::json::parse(last);
+  EXPECT_EQ(event["event"], "interrupted") << last;
+  const auto resumed =
+      test::run_shell(run + " --epochs " + std::to_string(event["epoch"].get<int>() + 1) +
+                      " --resume " + (t / "c.ckpt").string());
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resuming after epoch"), std::string::npos) << resumed.output;
+}
+
 }  // namespace
 }  // namespace faster::train

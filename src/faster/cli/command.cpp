@@ -9,6 +9,7 @@
 #include <string>
 
 #include "faster/core/error.h"
+#include "faster/core/interrupt.h"
 
 namespace faster::cli {
 namespace fs = std::filesystem;
@@ -146,6 +147,7 @@ int exit_code_of(const std::function<int()>& body,
     std::fprintf(stderr, "faster: error: %s\n", e.what());
     if (!e.hint().empty()) std::fprintf(stderr, "HINT: %s\n", e.hint().c_str());
     if (dynamic_cast<const UsageError*>(&e)) return kExitUsage;
+    if (const auto* stop = dynamic_cast<const Interrupted*>(&e)) return 128 + stop->signal();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "faster: error: %s\n", message(e).c_str());
   }

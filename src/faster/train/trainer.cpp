@@ -16,6 +16,7 @@
 #include "faster/core/env.h"
 #include "faster/core/error.h"
 #include "faster/core/gpu_info.h"
+#include "faster/core/interrupt.h"
 #include "faster/core/line_chart.h"
 #include "faster/core/log.h"
 #include "faster/core/process_clock.h"
@@ -479,6 +480,27 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   const int64_t steps_per_epoch = train_loader->batches_per_epoch();
   int64_t train_images = 0;
   double train_seconds = 0;
+  // Ctrl-C or SIGTERM stops a single process between steps and says where it stopped (the ranks
+  // of a job are stopped by their launcher).
+  std::optional<InterruptScope> interrupt;
+  if (world.world == 1) interrupt.emplace();
+  int epochs_saved = !o.checkpoint.empty() && o.checkpoint == o.resume ? start_epoch : 0;
+  const auto stop_if_interrupted = [&](int epoch, const char* where) {
+    const int signal = interrupt ? InterruptScope::received() : 0;
+    if (signal == 0) return;
+    log.write({{"event", "interrupted"}, {"epoch", epoch + 1}, {"step", step}});
+    std::string hint;
+    if (epochs_saved > 0)
+      hint = o.checkpoint + " holds epoch " + std::to_string(epochs_saved) + ": --resume " +
+             o.checkpoint + " goes on from there";
+    else
+      hint = o.checkpoint.empty() ? "--checkpoint FILE saves every epoch, for --resume"
+                                  : "no epoch had ended: nothing was saved to " + o.checkpoint;
+    throw Interrupted(signal,
+                      "interrupted (" + signal_name(signal) + ") " + where + " epoch " +
+                          std::to_string(epoch + 1) + "/" + std::to_string(o.epochs),
+                      hint);
+  };
   for (int epoch = start_epoch; epoch < o.epochs; ++epoch) {
     Timer timer;
     const int res = res_at(o.res, epoch);
@@ -503,6 +525,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
         lr = o.sgd.lr * lr_factor(o.schedule, step++, steps_per_epoch, o.epochs);
         stepper.set_lr(lr);
         stepper.train_batch(*b);
+        stop_if_interrupted(epoch, "in");
         seen += b->size;
         if (!bar) continue;
         bar->add();
@@ -526,6 +549,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
         val_loader->start_epoch(0);
         while (auto b = val_loader->next()) {
           stepper.eval_batch(*b);
+          stop_if_interrupted(epoch, "testing after");
           if (bar) bar->add();
         }
         stepper.swap_ema();
@@ -589,6 +613,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
         meta["step"] = step;
         meta["options"] = report.options;
         save_checkpoint(o.checkpoint, model.module(), parts, meta);
+        epochs_saved = epoch + 1;
         if (o.keep_checkpoints) {  // a second name for the same file (torchvision's model_N.pth)
           const auto kept = o.checkpoint + ".epoch" + std::to_string(epoch + 1);
           std::error_code ec;
