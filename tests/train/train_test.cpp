@@ -98,7 +98,8 @@ TEST(Train, SaveWritesAStateDictThatLoadsHereAndInPython) {
 
 // Ctrl-C once an epoch is saved: the run stops at its next step, exits 130, names where it stopped
 // and the checkpoint that holds the last whole epoch; the metrics log ends with the event; and
-// --resume from that checkpoint goes on.
+// --resume from that checkpoint goes on, silently with the same settings, with a warning that names
+// them with others.
 TEST(Train, InterruptStopsBetweenStepsAndNamesTheCheckpoint) {
   REQUIRE_FASHION_MNIST();
   test::TempDir t;
@@ -124,6 +125,18 @@ TEST(Train, InterruptStopsBetweenStepsAndNamesTheCheckpoint) {
                       " --resume " + (t / "c.ckpt").string());
   EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("resuming after epoch"), std::string::npos) << resumed.output;
+  EXPECT_EQ(resumed.output.find("not as the uninterrupted run"), std::string::npos)
+      << resumed.output;
+  // Other settings than the checkpoint's (it holds the last run's end now): allowed, with one
+  // warning naming them.
+  const auto changed =
+      test::run_shell(run + " --epochs " + std::to_string(event["epoch"].get<int>() + 2) +
+                      " --lr 0.02 --seed 7 --resume " + (t / "c.ckpt").string());
+  EXPECT_EQ(changed.exit_code, 0) << changed.output;
+  EXPECT_NE(changed.output.find("lr 0.02 (was 0.05), seed 7 (was 0); training goes on, but not "
+                                "as the uninterrupted run would have"),
+            std::string::npos)
+      << changed.output;
 }
 
 }  // namespace

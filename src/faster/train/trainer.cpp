@@ -103,6 +103,44 @@ nlohmann::json EvalReport::to_json() const {
 
 namespace {
 
+// Resuming with other settings than the checkpoint's is allowed (a lower rate to fine-tune, say),
+// but the run then differs from the uninterrupted one: one warning names what changed.  The
+// settings compared are those that decide the data order and the updates; --epochs may grow.
+void warn_about_changed_options(const nlohmann::json& saved, const nlohmann::json& now,
+                                const std::string& checkpoint) {
+  static const char* const kKeys[] = {"data",
+                                      "batch",
+                                      "lr",
+                                      "lr_per_256",
+                                      "momentum",
+                                      "weight_decay",
+                                      "weight_decay_1d",
+                                      "nesterov",
+                                      "warmup_epochs",
+                                      "lr_decay",
+                                      "label_smoothing",
+                                      "ema",
+                                      "res",
+                                      "res_end",
+                                      "crop_scale_min",
+                                      "translate",
+                                      "flip",
+                                      "seed",
+                                      "last_batch",
+                                      "precision",
+                                      "recipe"};
+  if (!saved.is_object()) return;
+  std::string changed;
+  for (const char* key : kKeys) {
+    if (!saved.contains(key) || !now.contains(key) || saved[key] == now[key]) continue;
+    changed += std::string(changed.empty() ? "" : ", ") + key + " " + now[key].dump() + " (was " +
+               saved[key].dump() + ")";
+  }
+  if (!changed.empty())
+    log::warn("--resume ", checkpoint, ": ", changed,
+              "; training goes on, but not as the uninterrupted run would have");
+}
+
 // A CPU run that cannot fit in memory is refused before it starts: the kernel's out-of-memory
 // killer would end it without a word.  `width` x `height`: a training image's; `ranks`: processes
 // on this machine, each with its own model and batch.
@@ -446,6 +484,8 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
     if (start_epoch >= o.epochs)
       FASTER_THROW("--resume ", o.resume, " has done ", start_epoch, " epoch(s) of --epochs ",
                    o.epochs, ": nothing left to train");
+    if (is_main)
+      warn_about_changed_options(meta.value("options", nlohmann::json()), report.options, o.resume);
   }
   report.start_epoch = start_epoch;
   report.is_main = is_main;
