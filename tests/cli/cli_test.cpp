@@ -76,14 +76,24 @@ TEST(Cli, BadFlagsAndValues) {
 }
 
 TEST(Cli, MissingDataAndDeviceErrors) {
-  expect_one_line_error("train --data /nonexistent/data --device cpu", "/nonexistent/data", 1);
+  expect_one_line_error("train --data /nonexistent/data --device cpu",
+                        "dataset /nonexistent/data does not exist", 1);
   test::TempDir empty;
   expect_one_line_error("train --device cpu --data " + empty.path().string(), "no Fashion-MNIST",
                         1);
   const auto r = test::run_faster("train --device cuda:7 --data " + empty.path().string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("cuda:7"), std::string::npos) << r.output;
-  expect_one_line_error("train --device cpu --amp --amp-dtype fp16", "fp16 needs --device cuda", 1);
+  // With --device cpu typed, flags that need CUDA conflict on the command line alone (2), naming
+  // the flag the user typed.
+  expect_one_line_error("train --device cpu --amp --amp-dtype fp16",
+                        "--amp with fp16 needs a CUDA device, and --device cpu was given "
+                        "(--amp-dtype bf16 runs on the CPU)",
+                        2);
+  expect_one_line_error("train --device cpu --parallel dp",
+                        "--parallel dp needs a CUDA device, and --device cpu was given", 2);
+  expect_one_line_error("train --device cpu --fast", "--fast (CUDA graphs) needs a CUDA device", 2);
+  expect_one_line_error("train --device cpu --cuda-graph", "--cuda-graph needs a CUDA device", 2);
 }
 
 TEST(Cli, EnvPrintsJson) {

@@ -211,19 +211,29 @@ void validate(const TrainOptions& o) {
     FASTER_USAGE_ERROR("--cuda-graph cannot capture DDP's all-reduce; drop it with --parallel ddp");
   if (o.parallel == Parallel::kDp && o.cuda_graph)
     FASTER_USAGE_ERROR("--cuda-graph cannot capture DataParallel's threads");
-  // What depends on this machine (its devices, its build) is an error, not a usage error.
   const auto dev = resolve_device(o.device);
+  // With --device cpu typed, flags that need CUDA conflict on the command line alone (a usage
+  // error); with --device auto on a machine without a GPU, the machine decides (an error).  --fast
+  // names itself.
+  const auto refuse = [&](const std::string& what, const std::string& instead = "") {
+    const std::string tail = instead.empty() ? "" : " (" + instead + ")";
+    if (o.device == "cpu")
+      throw UsageError(what + " needs a CUDA device, and --device cpu was given" + tail);
+    throw Error(what + " needs a CUDA device, and --device " + o.device + " found none" + tail);
+  };
   if (o.parallel == Parallel::kDp) {
-    if (!dev.is_cuda() || !data_parallel_available())
-      FASTER_THROW("--parallel dp needs CUDA GPUs (use --parallel ddp for CPU processes)");
+    if (!dev.is_cuda()) refuse("--parallel dp", "--parallel ddp runs CPU processes");
+    if (!data_parallel_available()) FASTER_THROW("--parallel dp needs a CUDA build of faster");
     if (o.gpus > cuda_device_count())
       FASTER_THROW("--gpus ", o.gpus, " but ", cuda_device_count(), " CUDA device(s) visible");
   }
   if (dev.is_cpu()) {
+    const bool fast = o.mode_name == "fast";
     if (o.precision == Precision::kFloat16)
-      FASTER_THROW("--amp-dtype fp16 needs --device cuda (use bf16 on the CPU)");
-    if (o.cuda_graph) FASTER_THROW("--cuda-graph needs --device cuda");
-    if (o.cudnn_benchmark) FASTER_THROW("--cudnn-benchmark needs --device cuda");
+      refuse(fast ? "--fast (fp16 for ResNets)" : "--amp with fp16",
+             fast ? "" : "--amp-dtype bf16 runs on the CPU");
+    if (o.cuda_graph) refuse(fast ? "--fast (CUDA graphs)" : "--cuda-graph");
+    if (o.cudnn_benchmark) refuse("--cudnn-benchmark");
   }
   if (o.cuda_graph && !StepGraph::available())
     FASTER_THROW("--cuda-graph needs a CUDA build of faster");
