@@ -130,7 +130,9 @@ TEST(ArrayDataset, RejectsCountMismatchAndBadLabels) {
 TEST(ArrayDataset, RejectsMissingFilesAndFolders) {
   TempDir d;
   expect_error(d.path(), {"no Fashion-MNIST/MNIST idx files", "CIFAR-10"});
-  expect_error(d / "nope", {"nope", "not a directory"});
+  expect_error(d / "nope", {"dataset", "nope does not exist"});
+  test::write_file(d / "a-file", "");
+  expect_error(d / "a-file", {"a-file: not a directory"});
   test::write_file(d / "train-images-idx3-ubyte", idx_images(1, 28, 28));
   expect_error(d.path(), {"train-labels-idx1-ubyte"});
 }
