@@ -57,6 +57,21 @@ TEST(Checkpoint, RejectsWhatIsNotAStateDict) {
     EXPECT_NE(std::string(e.what()).find("not a PyTorch zip archive"), std::string::npos)
         << e.what();
   }
+  // A real archive cut in half (an interrupted copy): said to be truncated, not "not an archive".
+  torch::nn::Linear linear(4, 3);
+  save_state_dict(*linear, dir / "whole.pt");
+  const std::string whole = test::read_file(dir / "whole.pt");
+  test::write_file(dir / "half.pt", whole.substr(0, whole.size() / 2));
+  try {
+    read_state_dict(dir / "half.pt");
+    FAIL() << "half an archive was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a zip archive that cannot be read (" +
+                                         std::to_string(whole.size() / 2) +
+                                         " bytes): truncated or damaged"),
+              std::string::npos)
+        << e.what();
+  }
   if (!have_python_torch()) GTEST_SKIP() << "no Python torch";
   // A tensor, and a dict of something else: pickles this reader reads, but no state_dicts.
   for (const char* value : {"torch.ones(2)", "{'epoch': 3}"}) {

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <cstring>
+#include <fstream>
 #include <memory>
 
 #include "faster/core/error.h"
@@ -52,6 +53,12 @@ c10::Dict<std::string, torch::Tensor> read_state_dict(const fs::path& path) {
   try {
     zip = std::make_unique<caffe2::serialize::PyTorchStreamReader>(where);
   } catch (const c10::Error&) {
+    // A zip's start (its first local header) but no readable directory at its end: cut short.
+    char magic[4] = {};
+    std::ifstream(path, std::ios::binary).read(magic, sizeof magic);
+    if (std::memcmp(magic, "PK\x03\x04", 4) == 0)
+      FASTER_THROW(where, ": a zip archive that cannot be read (", fs::file_size(path),
+                   " bytes): truncated or damaged; an interrupted copy?");
     FASTER_THROW(where, ": not a PyTorch zip archive (torch.save's format since PyTorch 1.6)");
   }
   const auto record = [&](const std::string& name) {
