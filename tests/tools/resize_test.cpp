@@ -229,6 +229,42 @@ TEST(Resize, OtherOptionsIntoTheSameDestinationAreRefused) {
   }
 }
 
+// Two trees into one destination would merge, their classes too; a destination holding files
+// resize did not write is not its to fill.  Both refused, naming why; an empty one is fine.
+TEST(Resize, AnotherSourceOrForeignFilesInTheDestinationAreRefused) {
+  ResizeTree t;
+  t.resize(96);
+  ResizeTree other;
+  tools::ResizeOptions o;
+  o.src = other.src;
+  o.dst = t.dst;
+  o.max_size = 96;
+  o.progress = false;
+  try {
+    tools::resize_tree(o);
+    FAIL() << "a second source was accepted into the same --dst";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(t.dst.string() + " was made from " +
+                                         fs::absolute(t.src).lexically_normal().string()),
+              std::string::npos)
+        << e.what();
+  }
+  o.dst = other.tmp / "foreign";
+  fs::create_directories(o.dst);
+  write_file(o.dst / "notes.txt", "mine");
+  try {
+    tools::resize_tree(o);
+    FAIL() << "a destination with foreign files was filled";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds files faster resize did not write"),
+              std::string::npos)
+        << e.what();
+  }
+  o.dst = other.tmp / "empty";
+  fs::create_directories(o.dst);
+  EXPECT_EQ(tools::resize_tree(o).files, static_cast<int64_t>(other.images.size()));
+}
+
 TEST(Resize, BadImagesAreReportedSkippedOrCopiedAndSetTheExitCode) {
   ResizeTree t;
   auto truncated = read_file(t.src / t.images[0].first);
@@ -286,11 +322,15 @@ TEST(Resize, WriteErrorsStopWithAClearErrorAndNoPartialFile) {
     EXPECT_EQ(f.find(".faster-tmp"), std::string::npos) << f;
     if (data::has_jpeg_extension(f)) EXPECT_GT(decoded_size(t.dst / f).width, 0) << f;
   }
-  // A file where a mirrored folder must go.
+  // A file where a mirrored folder must go (in a destination of this source: one of another
+  // making is refused before).
   TempDir other;
+  const std::string into_other =
+      "resize --src " + quoted(t.src) + " --dst " + quoted(other.path()) + " --max-size 96";
+  ASSERT_EQ(run_faster(into_other).exit_code, 0);
+  fs::remove_all(other / "train");
   write_file(other / "train", "in the way");
-  const RunResult blocked = run_faster("resize --src " + quoted(t.src) + " --dst " +
-                                       quoted(other.path()) + " --max-size 96");
+  const RunResult blocked = run_faster(into_other);
   EXPECT_EQ(blocked.exit_code, 1);
   EXPECT_NE(blocked.output.find("cannot create directory"), std::string::npos) << blocked.output;
 }

@@ -45,10 +45,13 @@ bool output_up_to_date(const ResizeState& state, size_t i, const fs::path& src,
   return d.st_size == s.st_size || ends_with_jpeg_eoi(dst, d.st_size);
 }
 
-// Refuses to mix two option sets in one destination: images already done would keep the old size.
+// Refuses to mix two option sets or two sources in one destination (images already done would keep
+// the old size; two trees would merge into one, their classes too), and a destination holding
+// files this tool did not write.
 void check_and_write_manifest(const ResizeOptions& o) {
   const fs::path path = o.dst / kResizeManifest;
   const nlohmann::json now = {{"max_size", o.max_size}, {"quality", o.quality}};
+  const std::string source = fs::absolute(o.src).lexically_normal().string();
   std::error_code ec;
   if (fs::exists(path, ec)) {
     std::FILE* f = std::fopen(path.c_str(), "rb");
@@ -58,9 +61,16 @@ void check_and_write_manifest(const ResizeOptions& o) {
       throw Error(detail::concat(o.dst.string(), " was made with options ",
                                  before["options"].dump(), ", this run asks for ", now.dump()),
                   "use another --dst, or delete this one to start over");
+    const std::string made_from = before.is_object() ? before.value("source", "") : "";
+    if (!made_from.empty() && fs::path(made_from).lexically_normal().string() != source)
+      throw Error(o.dst.string() + " was made from " + made_from + ", this run reads " + source,
+                  "use another --dst, or delete this one to start over");
+  } else if (fs::is_directory(o.dst, ec) && !fs::is_empty(o.dst, ec)) {
+    throw Error(o.dst.string() + " holds files faster resize did not write (no " +
+                    std::string(kResizeManifest) + ")",
+                "use a new or empty --dst");
   }
-  const nlohmann::json manifest = {
-      {"tool", "faster resize"}, {"source", fs::absolute(o.src).string()}, {"options", now}};
+  const nlohmann::json manifest = {{"tool", "faster resize"}, {"source", source}, {"options", now}};
   write_file_atomic(path, manifest.dump(1) + "\n");
 }
 
