@@ -245,7 +245,7 @@ TEST(Resize, AnotherSourceOrForeignFilesInTheDestinationAreRefused) {
     FAIL() << "a second source was accepted into the same --dst";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(t.dst.string() + " was made from " +
-                                         fs::absolute(t.src).lexically_normal().string()),
+                                         fs::weakly_canonical(t.src).string()),
               std::string::npos)
         << e.what();
   }

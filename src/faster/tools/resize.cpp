@@ -51,8 +51,10 @@ bool output_up_to_date(const ResizeState& state, size_t i, const fs::path& src,
 void check_and_write_manifest(const ResizeOptions& o) {
   const fs::path path = o.dst / kResizeManifest;
   const nlohmann::json now = {{"max_size", o.max_size}, {"quality", o.quality}};
-  const std::string source = fs::absolute(o.src).lexically_normal().string();
   std::error_code ec;
+  // The same folder however it is named (relative, through a link).
+  const auto real = [&](const fs::path& p) { return fs::weakly_canonical(p, ec).string(); };
+  const std::string source = real(fs::absolute(o.src));
   if (fs::exists(path, ec)) {
     std::FILE* f = std::fopen(path.c_str(), "rb");
     nlohmann::json before = f ? nlohmann::json::parse(f, nullptr, false) : nlohmann::json();
@@ -62,7 +64,7 @@ void check_and_write_manifest(const ResizeOptions& o) {
                                  before["options"].dump(), ", this run asks for ", now.dump()),
                   "use another --dst, or delete this one to start over");
     const std::string made_from = before.is_object() ? before.value("source", "") : "";
-    if (!made_from.empty() && fs::path(made_from).lexically_normal().string() != source)
+    if (!made_from.empty() && real(made_from) != source)
       throw Error(o.dst.string() + " was made from " + made_from + ", this run reads " + source,
                   "use another --dst, or delete this one to start over");
   } else if (fs::is_directory(o.dst, ec) && !fs::is_empty(o.dst, ec)) {
