@@ -126,7 +126,8 @@ int signal_when(const std::string& command, const std::filesystem::path& log,
   const pid_t pid = spawn_shell("exec nice -n 19 " + command + " > '" + log.string() + "' 2>&1");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   int status = 0;
-  while (::waitpid(pid, &status, WNOHANG) == 0) {
+  pid_t waited = 0;
+  while ((waited = ::waitpid(pid, &status, WNOHANG)) == 0) {
     if (std::chrono::steady_clock::now() > deadline) break;
     if (ready(pid)) {
       ::kill(pid, signal);
@@ -140,6 +141,7 @@ int signal_when(const std::string& command, const std::filesystem::path& log,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  if (waited == pid) return -1;  // it ended first: reaped, its pid no longer ours to signal
   ::kill(pid, SIGKILL);
   ::waitpid(pid, &status, 0);
   return -1;

@@ -66,9 +66,8 @@ TEST(Checkpoint, RejectsWhatIsNotAStateDict) {
     read_state_dict(dir / "half.pt");
     FAIL() << "half an archive was read";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("a zip archive that cannot be read (" +
-                                         std::to_string(whole.size() / 2) +
-                                         " bytes): truncated or damaged"),
+    EXPECT_NE(std::string(e.what()).find("a zip archive without its end (" +
+                                         std::to_string(whole.size() / 2) + " bytes): truncated"),
               std::string::npos)
         << e.what();
   }

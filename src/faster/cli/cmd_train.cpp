@@ -411,8 +411,8 @@ int run_train(TrainFlags& f) {
   // Time to accuracy counts from the process's start (set-up and LibTorch's loading included).
   if (train::is_speedrun(o.recipe))
     std::printf(", %.2fs from process start", report.process_seconds);
-  if (code != 0)
-    std::printf("; %lld bad image(s) skipped", static_cast<long long>(report.skipped_images()));
+  if (code != 0)  // per epoch: a bad image is met again in each (the warnings say which)
+    std::printf("; bad images skipped %lld times", static_cast<long long>(report.skipped_images()));
   std::printf("\n");
   if (!f.json.empty()) {
     std::ofstream out(f.json);

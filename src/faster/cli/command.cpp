@@ -147,7 +147,14 @@ int exit_code_of(const std::function<int()>& body,
     std::fprintf(stderr, "faster: error: %s\n", e.what());
     if (!e.hint().empty()) std::fprintf(stderr, "HINT: %s\n", e.hint().c_str());
     if (dynamic_cast<const UsageError*>(&e)) return kExitUsage;
-    if (const auto* stop = dynamic_cast<const Interrupted*>(&e)) return 128 + stop->signal();
+    if (const auto* stop = dynamic_cast<const Interrupted*>(&e)) {
+      // End by the signal itself, as the shell expects of a program it interrupted (a script's
+      // loop stops too); 128 + the signal is what it reports either way.
+      std::fflush(nullptr);
+      ::signal(stop->signal(), SIG_DFL);
+      ::raise(stop->signal());
+      return 128 + stop->signal();
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "faster: error: %s\n", message(e).c_str());
   }

@@ -43,7 +43,8 @@ std::string command_table_source();
 
 // Parses the command line and runs the registered command; returns its exit code.
 int run_command_line(int argc, char** argv);
-// What each main() returns: `body`'s exit code, or, when it throws, kExitUsage for a UsageError and
+// What each main() returns: `body`'s exit code, or, when it throws, kExitUsage for a UsageError,
+// the signal itself for an Interrupted (the process ends by it: 128 + the signal to the shell) and
 // kExitError for any other, after one line on stderr ("faster: error: ...", and a HINT line where
 // there is one); `message` gives that line for an exception other than faster::Error.
 int exit_code_of(const std::function<int()>& body,

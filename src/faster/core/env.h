@@ -15,7 +15,7 @@ nlohmann::json env_info();
 int usable_cores();
 
 // Memory a new allocation can take without swapping (MemAvailable in /proc/meminfo, the kernel's
-// estimate), in bytes; 0 when it cannot be read.
+// estimate; less where this process's cgroup v2 limit leaves less), in bytes; 0 when unknown.
 int64_t available_memory_bytes();
 
 }  // namespace faster

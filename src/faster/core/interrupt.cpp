@@ -4,18 +4,22 @@
 
 #include <unistd.h>
 
+#include <atomic>
+
 namespace faster {
 namespace {
 
-volatile sig_atomic_t g_received = 0;
+// Read by the working thread, set by the handler on whichever thread took the signal.
+std::atomic<int> g_received{0};
+static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs a lock-free flag");
 
 void on_signal(int signal) {
-  if (g_received != 0) {  // the second: stop at once
+  if (g_received.load() != 0) {  // the second: stop at once
     ::signal(signal, SIG_DFL);
     ::raise(signal);
     return;
   }
-  g_received = signal;
+  g_received.store(signal);
   static const char note[] = "\nfaster: stopping after the current step (again to stop at once)\n";
   const ssize_t unused = ::write(STDERR_FILENO, note, sizeof note - 1);
   (void)unused;
@@ -24,13 +28,16 @@ void on_signal(int signal) {
 }  // namespace
 
 InterruptScope::InterruptScope() {
-  g_received = 0;
+  g_received.store(0);
   struct sigaction action {};
   action.sa_handler = on_signal;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &action, &old_int_);
-  sigaction(SIGTERM, &action, &old_term_);
+  // A signal the parent set to be ignored (nohup, trap '' INT) stays ignored.
+  for (auto [signal, old] : {std::pair{SIGINT, &old_int_}, std::pair{SIGTERM, &old_term_}}) {
+    sigaction(signal, nullptr, old);
+    if (old->sa_handler != SIG_IGN) sigaction(signal, &action, nullptr);
+  }
 }
 
 InterruptScope::~InterruptScope() {
@@ -39,7 +46,7 @@ InterruptScope::~InterruptScope() {
 }
 
 int InterruptScope::received() {
-  return g_received;
+  return g_received.load();
 }
 
 std::string signal_name(int signal) {

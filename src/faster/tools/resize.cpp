@@ -67,10 +67,13 @@ void check_and_write_manifest(const ResizeOptions& o) {
     if (!made_from.empty() && real(made_from) != source)
       throw Error(o.dst.string() + " was made from " + made_from + ", this run reads " + source,
                   "use another --dst, or delete this one to start over");
-  } else if (fs::is_directory(o.dst, ec) && !fs::is_empty(o.dst, ec)) {
-    throw Error(o.dst.string() + " holds files faster resize did not write (no " +
-                    std::string(kResizeManifest) + ")",
-                "use a new or empty --dst");
+  } else {
+    // Its own files (a lock, the manifest's temporary left by a kill) are not foreign.
+    for (const auto& e : fs::directory_iterator(o.dst, ec))
+      if (e.path().filename().string().find("faster-") == std::string::npos)
+        throw Error(o.dst.string() + " holds files faster resize did not write (" +
+                        e.path().filename().string() + ", and no " + kResizeManifest + ")",
+                    "use a new or empty --dst");
   }
   const nlohmann::json manifest = {{"tool", "faster resize"}, {"source", source}, {"options", now}};
   write_file_atomic(path, manifest.dump(1) + "\n");

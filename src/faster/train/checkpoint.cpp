@@ -53,12 +53,20 @@ c10::Dict<std::string, torch::Tensor> read_state_dict(const fs::path& path) {
   try {
     zip = std::make_unique<caffe2::serialize::PyTorchStreamReader>(where);
   } catch (const c10::Error&) {
-    // A zip's start (its first local header) but no readable directory at its end: cut short.
-    char magic[4] = {};
-    std::ifstream(path, std::ios::binary).read(magic, sizeof magic);
-    if (std::memcmp(magic, "PK\x03\x04", 4) == 0)
-      FASTER_THROW(where, ": a zip archive that cannot be read (", fs::file_size(path),
-                   " bytes): truncated or damaged; an interrupted copy?");
+    // A zip's start (its first local header) without the end record of its directory (in its
+    // last 64 KiB + 22 bytes): cut short.  A whole zip of another kind is just not torch.save's.
+    std::ifstream in(path, std::ios::binary);
+    std::string head(4, '\0'), tail;
+    in.read(head.data(), 4);
+    const auto size = static_cast<std::streamoff>(fs::file_size(path));
+    const std::streamoff from = std::max<std::streamoff>(0, size - 65557);
+    in.clear();
+    in.seekg(from);
+    tail.resize(static_cast<size_t>(size - from));
+    in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+    if (head == "PK\x03\x04" && tail.find("PK\x05\x06") == std::string::npos)
+      FASTER_THROW(where, ": a zip archive without its end (", size,
+                   " bytes): truncated; an interrupted copy?");
     FASTER_THROW(where, ": not a PyTorch zip archive (torch.save's format since PyTorch 1.6)");
   }
   const auto record = [&](const std::string& name) {

@@ -212,13 +212,14 @@ void validate(const TrainOptions& o) {
   if (o.parallel == Parallel::kDp && o.cuda_graph)
     FASTER_USAGE_ERROR("--cuda-graph cannot capture DataParallel's threads");
   const auto dev = resolve_device(o.device);
-  // With --device cpu typed, flags that need CUDA conflict on the command line alone (a usage
+  // With a CPU --device typed, flags that need CUDA conflict on the command line alone (a usage
   // error); with --device auto on a machine without a GPU, the machine decides (an error).  --fast
   // names itself.
   const auto refuse = [&](const std::string& what, const std::string& instead = "") {
     const std::string tail = instead.empty() ? "" : " (" + instead + ")";
-    if (o.device == "cpu")
-      throw UsageError(what + " needs a CUDA device, and --device cpu was given" + tail);
+    if (o.device != "auto")  // cpu, cpu:0: the command line alone conflicts
+      throw UsageError(what + " needs a CUDA device, and --device " + o.device + " was given" +
+                       tail);
     throw Error(what + " needs a CUDA device, and --device " + o.device + " found none" + tail);
   };
   if (o.parallel == Parallel::kDp) {

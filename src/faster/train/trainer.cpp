@@ -108,31 +108,23 @@ namespace {
 // settings compared are those that decide the data order and the updates; --epochs may grow.
 void warn_about_changed_options(const nlohmann::json& saved, const nlohmann::json& now,
                                 const std::string& checkpoint) {
-  static const char* const kKeys[] = {"data",
-                                      "batch",
-                                      "lr",
-                                      "lr_per_256",
-                                      "momentum",
-                                      "weight_decay",
-                                      "weight_decay_1d",
-                                      "nesterov",
-                                      "warmup_epochs",
-                                      "lr_decay",
-                                      "label_smoothing",
-                                      "ema",
-                                      "res",
-                                      "res_end",
-                                      "crop_scale_min",
-                                      "translate",
-                                      "flip",
-                                      "seed",
-                                      "last_batch",
-                                      "precision",
-                                      "recipe"};
+  // clang-format off
+  static const char* const kKeys[] = {
+      "data", "batch", "lr", "lr_per_256", "momentum", "weight_decay", "weight_decay_1d",
+      "nesterov", "warmup_epochs", "lr_decay", "label_smoothing", "ema", "res", "res_end",
+      "crop_scale_min", "translate", "flip", "alternate_flips", "seed", "last_batch", "precision",
+      "recipe", "world_size", "norm", "whiten"};
+  // clang-format on
   if (!saved.is_object()) return;
   std::string changed;
   for (const char* key : kKeys) {
     if (!saved.contains(key) || !now.contains(key) || saved[key] == now[key]) continue;
+    if (std::string(key) == "data" && saved[key].is_string() && now[key].is_string()) {
+      std::error_code ec;  // the same folder, however it is named
+      if (fs::weakly_canonical(saved[key].get<std::string>(), ec) ==
+          fs::weakly_canonical(now[key].get<std::string>(), ec))
+        continue;
+    }
     changed += std::string(changed.empty() ? "" : ", ") + key + " " + now[key].dump() + " (was " +
                saved[key].dump() + ")";
   }
@@ -523,7 +515,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   // Ctrl-C or SIGTERM stops a single process between steps and says where it stopped (the ranks
   // of a job are stopped by their launcher).
   std::optional<InterruptScope> interrupt;
-  if (world.world == 1) interrupt.emplace();
+  if (world.source == "single") interrupt.emplace();
   int epochs_saved = !o.checkpoint.empty() && o.checkpoint == o.resume ? start_epoch : 0;
   const auto stop_if_interrupted = [&](int epoch, const char* where) {
     const int signal = interrupt ? InterruptScope::received() : 0;
@@ -686,8 +678,13 @@ EvalReport evaluate(const EvalOptions& e) {
   if (e.val_resize != 0)
     check_range("--val-resize", e.val_resize, std::max(e.val_res, 8), 2 * data::kMaxSide);
   const auto device = resolve_device(e.device);
-  if (device.is_cpu() && e.precision == Precision::kFloat16)
-    FASTER_THROW("--amp-dtype fp16 needs --device cuda (use bf16 on the CPU)");
+  if (device.is_cpu() && e.precision == Precision::kFloat16) {
+    const std::string what = "--amp-dtype fp16 needs a CUDA device, and --device " + e.device +
+                             (e.device == "auto" ? " found none" : " was given") +
+                             " (--amp-dtype bf16 runs on the CPU)";
+    if (e.device != "auto") throw UsageError(what);
+    throw Error(what);
+  }
   if (device.is_cpu()) configure_cpu_runtime(1);
   // The data: a small dataset's test split, a root's val/, or the split named (folder or LMDB).
   TrainingData d;

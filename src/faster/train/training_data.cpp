@@ -65,7 +65,8 @@ std::vector<std::string> subfolders(const fs::path& dir) {
 // folders) or a root whose splits are named otherwise: say which layout faster reads.
 [[noreturn]] void refuse_folder_of_folders(const fs::path& given,
                                            const std::vector<std::string>& folders) {
-  const fs::path dir = given.has_filename() ? given : given.parent_path();  // "a/train/"
+  const fs::path whole = fs::absolute(given).lexically_normal();  // "train", "a/train/"
+  const fs::path dir = whole.has_filename() ? whole : whole.parent_path();
   const std::string name = dir.filename().string();
   std::error_code ec;
   const bool a_split =

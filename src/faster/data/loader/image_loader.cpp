@@ -248,12 +248,12 @@ void ImageLoader::start_epoch(int64_t epoch, bool reset_stats) {
                                                          : static_cast<int64_t>(order_.size());
   epoch_ = epoch;
   epoch_reported_ = false;
-  skipped_at_epoch_start_ = skipped_;
   next_task_ = released_ = consumed_ = 0;
   for (Slot& s : ring_) s.batch = -1;
   next_part_ = 0;
   error_.clear();
   if (reset_stats) reset_stats_locked();
+  skipped_at_epoch_start_ = skipped_;  // after a reset, which zeroes the count
   lock.unlock();
   work_cv_.notify_all();
   stage_cv_.notify_all();
@@ -532,7 +532,7 @@ std::optional<Batch> ImageLoader::next() {
                     ? std::string("evaluation")
                     : "epoch " + std::to_string(epoch_ + 1),  // as the progress lines count
                 ": skipped ", skipped_ - skipped_at_epoch_start_, " bad image(s)",
-                options_.transform == Transform::kVal ? " (left out of the scores)"
+                options_.transform == Transform::kVal ? " (not counted: a stand-in fills the row)"
                                                       : " (each replaced by the next image)",
                 skipped_names_.empty() ? "" : ", first: " + skipped_names_[0]);
     epoch_reported_ = true;

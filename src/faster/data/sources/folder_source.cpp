@@ -42,11 +42,15 @@ FolderSource::FolderSource(const fs::path& root, bool warn) : root_(root) {
         holds_folders = holds_folders || e.is_directory(ec);
     }
     if (holds_folders)
-      throw Error(root.string() + " is a dataset's root (" + names +
-                      " of class folders), not one split: its images would be labelled by their "
-                      "split",
-                  "give one split, " + (root / classes_.front()).string() +
-                      " (faster pack: one database per split)");
+      throw Error(
+          root.string() + " is a dataset's root (" + names +
+              " of class folders), not one split: its images would be labelled by their "
+              "split",
+          "give one split, " +
+              (root /
+               (std::count(classes_.begin(), classes_.end(), "train") ? "train" : classes_.front()))
+                  .string() +
+              " (faster pack: one database per split)");
   }
   ImageTree tree = list_image_tree(root, /*skip_hidden=*/false);
   const auto class_of = [&](const std::string& rel) {
