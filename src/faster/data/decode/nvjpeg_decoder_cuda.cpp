@@ -18,8 +18,8 @@
 #include <chrono>
 #include <utility>
 
-#include "faster/core/nvjpeg_check.h"
 #include "faster/core/error.h"
+#include "faster/core/nvjpeg_check.h"
 #include "faster/data/augment/crop_resize_gpu.h"
 #include "faster/data/decode/nvjpeg_decoder.h"
 
