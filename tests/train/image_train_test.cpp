@@ -76,6 +76,14 @@ TEST(ImageTrain, ResumeContinuesBitExactly) {
                        test::fashion_mnist_flag() + " --resume " + (t / "c.ckpt").string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("was written with model"), std::string::npos) << r.output;
+  // eval of a checkpoint tests at its run's resolution (--res 32 here), not at 224; --val-res
+  // still decides when given.
+  for (const std::string flag : {"", " --val-res 40"}) {
+    r = test::run_faster("eval --device cpu --data " + exported(200).string() + " --weights " +
+                         (t / "c.ckpt").string() + flag + " --json " + (t / "e.json").string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(read_json(t / "e.json")["res"], flag.empty() ? 32 : 40) << r.output;
+  }
 }
 
 // --save writes torchvision's names: torchvision.models.resnet18(num_classes=10) loads them with

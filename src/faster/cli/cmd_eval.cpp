@@ -37,8 +37,9 @@ void add_eval(CLI::App& root, int& exit_code) {
   cmd->add_option("--batch", o.batch, "Images per batch")->capture_default_str();
   cmd->add_option("--workers", o.workers, "Loader threads")->capture_default_str();
   cmd->add_option("--val-res", o.val_res,
-                  "Center-crop side (default 224 for JPEG data, as stored for small datasets); "
-                  "FixRes: try a higher one than the model was trained at");
+                  "Center-crop side (default: a checkpoint's own run's; else 224 for JPEG data, as "
+                  "stored for small datasets); FixRes: try a higher one than the model was "
+                  "trained at");
   cmd->add_option("--val-resize", o.val_resize,
                   "Shorter side resized to this before the crop (default --val-res * 256/224)");
   add_enum_option(cmd, "--decode", o.decode, train::kDecodeChoices,

@@ -136,6 +136,17 @@ void save_checkpoint(const fs::path& path, const torch::nn::Module& model,
   write_dict(path, dict);
 }
 
+nlohmann::json checkpoint_meta(const c10::Dict<std::string, torch::Tensor>& dict,
+                               const std::string& where) {
+  const auto text = dict.at(kMetaKey).contiguous();
+  nlohmann::json meta = nlohmann::json::parse(
+      std::string(reinterpret_cast<const char*>(text.data_ptr<uint8_t>()), text.numel()), nullptr,
+      /*allow_exceptions=*/false);
+  if (!meta.is_object() || meta.value("format", "") != kFormat)
+    FASTER_THROW(where, ": its meta.json is not a faster checkpoint's");
+  return meta;
+}
+
 nlohmann::json load_checkpoint(const fs::path& path, torch::nn::Module& model,
                                const std::vector<CheckpointPart>& parts,
                                const nlohmann::json& expect) {
@@ -145,12 +156,7 @@ nlohmann::json load_checkpoint(const fs::path& path, torch::nn::Module& model,
     FASTER_THROW(where,
                  " is not a faster training checkpoint (a state_dict? faster eval "
                  "--weights reads those)");
-  const auto text = dict.at(kMetaKey).contiguous();
-  nlohmann::json meta = nlohmann::json::parse(
-      std::string(reinterpret_cast<const char*>(text.data_ptr<uint8_t>()), text.numel()), nullptr,
-      /*allow_exceptions=*/false);
-  if (!meta.is_object() || meta.value("format", "") != kFormat)
-    FASTER_THROW(where, ": its meta.json is not a faster checkpoint's");
+  const nlohmann::json meta = checkpoint_meta(dict, where);
   // The model first: "written for resnet18" says more than the class count that follows from it.
   std::vector<std::string> keys;
   if (expect.contains("model")) keys.push_back("model");

@@ -25,6 +25,10 @@ void copy_state_dict(const c10::Dict<std::string, torch::Tensor>& dict, const st
                      torch::nn::Module& module, const std::filesystem::path& path);
 // Whether a dict read by read_state_dict is a training checkpoint (its model is under "model.").
 bool is_checkpoint(const c10::Dict<std::string, torch::Tensor>& dict);
+// A checkpoint's meta.json (model, classes, epochs done, the run's options); throws faster::Error
+// naming `where` when it is not a faster checkpoint's.
+nlohmann::json checkpoint_meta(const c10::Dict<std::string, torch::Tensor>& dict,
+                               const std::string& where);
 
 // A training checkpoint: the model's state_dict under "model.", named training-state tensors
 // (momentum, EMA, grad scaler) and a JSON record "meta.json" (model, classes, epochs done, step),

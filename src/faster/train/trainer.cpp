@@ -728,6 +728,13 @@ EvalReport evaluate(const EvalOptions& e) {
   o.decode = e.decode;
   o.val_res = e.val_res;
   o.val_resize = e.val_resize;
+  if (!prefix.empty() && e.val_res == 0) {
+    // A checkpoint knows the resolution it was tested at: its run's --val-res, else its --res.
+    const auto run = checkpoint_meta(dict, e.weights).value("options", nlohmann::json::object());
+    const int val_res = run.value("val_res", 0), res = run.value("res", 0);
+    o.val_res = val_res > 0 ? val_res : res;
+    if (e.val_resize == 0) o.val_resize = run.value("val_resize", 0);
+  }
   const LoaderPlan plan = plan_loaders(o, d, mo.in_channels, device);
   Stepper stepper(model, o, device, nullptr, {}, models::input_normalization(mo.name),
                   mo.in_channels, plan.layout == data::Layout::kNHWC);
