@@ -1,12 +1,12 @@
 // max_pool2x2 on CUDA: max_pool.cu's kernels as a LibTorch autograd function, queued on the current
 // stream (CUDA-graph capture records them like any LibTorch op); LibTorch's max_pool2d where they
 // do not apply.
-#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/autograd.h>
 
 #include <cstdint>
 
+#include "faster/models/cuda_tensor.h"
 #include "faster/models/max_pool.h"
 #include "faster/models/max_pool_kernels.h"
 
@@ -20,15 +20,6 @@ kernels::PoolShape shape_of(const torch::Tensor& x) {
   s.n = x.size(0), s.c = x.size(1), s.h = x.size(2), s.w = x.size(3);
   kernels::element_type(x.scalar_type(), s.type);
   return s;
-}
-
-// The current stream of x's device (the caller's device may be another).
-void* stream_of(const torch::Tensor& x) {
-  return at::cuda::getCurrentCUDAStream(x.device().index()).stream();
-}
-
-bool aligned(const torch::Tensor& t) {
-  return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
 }
 
 class MaxPool2x2Function : public torch::autograd::Function<MaxPool2x2Function> {
@@ -48,7 +39,7 @@ class MaxPool2x2Function : public torch::autograd::Function<MaxPool2x2Function> 
     const c10::cuda::CUDAGuard on(x.device());
     const auto s = shape_of(x);
     auto dy = grads[0].contiguous(torch::MemoryFormat::ChannelsLast);
-    if (!aligned(dy)) dy = dy.clone(torch::MemoryFormat::ChannelsLast);
+    if (!aligned16(dy)) dy = dy.clone(torch::MemoryFormat::ChannelsLast);
     // An odd side leaves a last row or column outside every window: its gradient is 0.
     auto dx = s.h % 2 || s.w % 2 ? torch::zeros_like(x) : torch::empty_like(x);
     kernels::max_pool2x2_backward(s, x.data_ptr(), dy.data_ptr(), dx.data_ptr(), stream_of(x));

@@ -1,12 +1,12 @@
 // The fused ReLU -> BatchNorm2d as a LibTorch autograd function over relu_batchnorm.cu's kernels,
 // queued on the current CUDA stream (so CUDA-graph capture records them like any LibTorch op).
 #include <ATen/core/grad_mode.h>
-#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/autograd.h>
 
 #include <cstdint>
 
+#include "faster/models/cuda_tensor.h"
 #include "faster/models/relu_batchnorm.h"
 #include "faster/models/relu_batchnorm_kernels.h"
 
@@ -30,11 +30,6 @@ NormShape shape_of(const torch::Tensor& y) {
 
 torch::MemoryFormat format_of(const NormShape& s) {
   return s.channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
-}
-
-// The current stream of y's device (the caller's device may be another).
-void* stream_of(const torch::Tensor& y) {
-  return at::cuda::getCurrentCUDAStream(y.device().index()).stream();
 }
 
 float* floats(const torch::Tensor& t) {
@@ -72,7 +67,7 @@ class ReluBatchNormFunction : public torch::autograd::Function<ReluBatchNormFunc
     const c10::cuda::CUDAGuard on(y.device());
     const auto s = shape_of(y);
     auto dout = grads[0].contiguous(format_of(s));
-    if (reinterpret_cast<uintptr_t>(dout.data_ptr()) % 16 != 0) dout = dout.clone();
+    if (!aligned16(dout)) dout = dout.clone();
     auto dy = torch::empty_like(y);
     const auto f = y.options().dtype(torch::kFloat);
     auto dgamma = torch::empty({s.c}, f), dbeta = torch::empty({s.c}, f);
