@@ -197,6 +197,13 @@ TEST(ImageTrain, BadImagesAreSkippedCountedAndExitThree) {
   EXPECT_NE(r.output.find("evaluation: skipped 1 bad image(s) (not counted"), std::string::npos)
       << r.output;
   EXPECT_EQ(read_json(t / "r.json")["epochs"][0]["skipped_images"], 2);
+  // An epoch without a test pass counts its training's skip alone.
+  r = test::run_faster("train --data " + root.string() + kResNet +
+                       " --epochs 2 --eval-every 2 --json " + (t / "r2.json").string());
+  ASSERT_EQ(r.exit_code, 3) << r.output;
+  const auto r2 = read_json(t / "r2.json");
+  EXPECT_EQ(r2["epochs"][0]["skipped_images"], 1);
+  EXPECT_EQ(r2["epochs"][1]["skipped_images"], 2);
   // Under DDP the ranks' counts are summed and rank 0 alone ends with 3 (the others 0): no rank is
   // taken for failed while another still writes its files.
   const auto ddp = test::run_faster("train --parallel ddp --nproc 2 --data " + root.string() +

@@ -52,9 +52,7 @@ void check_and_write_manifest(const ResizeOptions& o) {
   const fs::path path = o.dst / kResizeManifest;
   const nlohmann::json now = {{"max_size", o.max_size}, {"quality", o.quality}};
   std::error_code ec;
-  // The same folder however it is named (relative, through a link).
-  const auto real = [&](const fs::path& p) { return fs::weakly_canonical(p, ec).string(); };
-  const std::string source = real(fs::absolute(o.src));
+  const std::string source = resolved(o.src).string();  // one name however it is given
   if (fs::exists(path, ec)) {
     std::FILE* f = std::fopen(path.c_str(), "rb");
     nlohmann::json before = f ? nlohmann::json::parse(f, nullptr, false) : nlohmann::json();
@@ -64,7 +62,7 @@ void check_and_write_manifest(const ResizeOptions& o) {
                                  before["options"].dump(), ", this run asks for ", now.dump()),
                   "use another --dst, or delete this one to start over");
     const std::string made_from = before.is_object() ? before.value("source", "") : "";
-    if (!made_from.empty() && real(made_from) != source)
+    if (!made_from.empty() && resolved(made_from).string() != source)
       throw Error(o.dst.string() + " was made from " + made_from + ", this run reads " + source,
                   "use another --dst, or delete this one to start over");
   } else {

@@ -16,11 +16,12 @@ bool inside(const fs::path& inner, const fs::path& outer) {
   return true;
 }
 
+}  // namespace
+
 fs::path resolved(const fs::path& p) {
   std::error_code ec;
   return fs::weakly_canonical(fs::absolute(p), ec);
 }
-}  // namespace
 
 bool is_inside(const fs::path& path, const fs::path& dir) {
   return inside(resolved(path), resolved(dir));

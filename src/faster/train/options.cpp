@@ -156,6 +156,13 @@ torch::Device resolve_device(const std::string& text) {
   return *dev;
 }
 
+void refuse_on_cpu(const std::string& device, const std::string& what, const std::string& instead) {
+  const std::string tail = instead.empty() ? "" : " (" + instead + ")";
+  if (device != "auto")  // cpu, cpu:0
+    throw UsageError(what + " needs a CUDA device, and --device " + device + " was given" + tail);
+  throw Error(what + " needs a CUDA device, and --device auto found none" + tail);
+}
+
 void validate(const TrainOptions& o) {
   check_at_least("--epochs", o.epochs, 1);
   check_range("--batch", o.batch, 1, data::kMaxBatch);
@@ -212,29 +219,20 @@ void validate(const TrainOptions& o) {
   if (o.parallel == Parallel::kDp && o.cuda_graph)
     FASTER_USAGE_ERROR("--cuda-graph cannot capture DataParallel's threads");
   const auto dev = resolve_device(o.device);
-  // With a CPU --device typed, flags that need CUDA conflict on the command line alone (a usage
-  // error); with --device auto on a machine without a GPU, the machine decides (an error).  --fast
-  // names itself.
-  const auto refuse = [&](const std::string& what, const std::string& instead = "") {
-    const std::string tail = instead.empty() ? "" : " (" + instead + ")";
-    if (o.device != "auto")  // cpu, cpu:0: the command line alone conflicts
-      throw UsageError(what + " needs a CUDA device, and --device " + o.device + " was given" +
-                       tail);
-    throw Error(what + " needs a CUDA device, and --device " + o.device + " found none" + tail);
-  };
   if (o.parallel == Parallel::kDp) {
-    if (!dev.is_cuda()) refuse("--parallel dp", "--parallel ddp runs CPU processes");
+    if (!dev.is_cuda())
+      refuse_on_cpu(o.device, "--parallel dp", "--parallel ddp runs CPU processes");
     if (!data_parallel_available()) FASTER_THROW("--parallel dp needs a CUDA build of faster");
     if (o.gpus > cuda_device_count())
       FASTER_THROW("--gpus ", o.gpus, " but ", cuda_device_count(), " CUDA device(s) visible");
   }
-  if (dev.is_cpu()) {
+  if (dev.is_cpu()) {  // --fast names itself, not the flags it turned on
     const bool fast = o.mode_name == "fast";
     if (o.precision == Precision::kFloat16)
-      refuse(fast ? "--fast (fp16 for ResNets)" : "--amp with fp16",
-             fast ? "" : "--amp-dtype bf16 runs on the CPU");
-    if (o.cuda_graph) refuse(fast ? "--fast (CUDA graphs)" : "--cuda-graph");
-    if (o.cudnn_benchmark) refuse("--cudnn-benchmark");
+      refuse_on_cpu(o.device, fast ? "--fast (fp16 for ResNets)" : "--amp with fp16",
+                    fast ? "" : "--amp-dtype bf16 runs on the CPU");
+    if (o.cuda_graph) refuse_on_cpu(o.device, fast ? "--fast (CUDA graphs)" : "--cuda-graph");
+    if (o.cudnn_benchmark) refuse_on_cpu(o.device, "--cudnn-benchmark");
   }
   if (o.cuda_graph && !StepGraph::available())
     FASTER_THROW("--cuda-graph needs a CUDA build of faster");

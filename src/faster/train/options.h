@@ -164,6 +164,12 @@ void apply_fast_mode(TrainOptions& o);
 // against the visible GPUs; throws faster::Error naming the flag value.
 torch::Device resolve_device(const std::string& text);
 
+// Refuses `what`, which needs a CUDA device, where --device `device` is the CPU: a usage error when
+// a CPU device was typed (the command line alone conflicts), an error when "auto" found no GPU (the
+// machine decides).  `instead`, if given, says what runs on the CPU.
+[[noreturn]] void refuse_on_cpu(const std::string& device, const std::string& what,
+                                const std::string& instead = "");
+
 // Checks ranges and flag combinations and the device; throws faster::Error naming the problem.
 void validate(const TrainOptions& o);
 

@@ -5,6 +5,8 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+
 #include "faster/core/error.h"
 #include "faster/train/parallel/data_parallel.h"
 
@@ -113,6 +115,11 @@ torch::Tensor Stepper::totals() const {
   return torch::stack({loss_sum_.to(torch::kDouble), eval_loss_sum_.to(torch::kDouble),
                        top1_.to(torch::kDouble), top5_.to(torch::kDouble),
                        evaluated_.to(torch::kDouble)});
+}
+
+StepTotals::Scores StepTotals::scores() const {
+  const double n = std::max(1.0, evaluated);
+  return {eval_loss / n, 100.0 * top1 / n, 100.0 * top5 / n};
 }
 
 StepTotals Stepper::read(const torch::Tensor& totals) {

@@ -43,6 +43,12 @@ struct StepTotals {
   double eval_loss = 0;       // sum over evaluated samples (cross-entropy without smoothing)
   double top1 = 0, top5 = 0;  // correct predictions among the evaluated samples
   double evaluated = 0;       // the samples evaluated: rows without the padding label
+
+  // Over the evaluated samples: the mean loss, and top-1 and top-5 in %.
+  struct Scores {
+    double loss = 0, top1 = 0, top5 = 0;
+  };
+  Scores scores() const;
 };
 
 class Stepper {

@@ -26,6 +26,7 @@
 #include "faster/data/sources/open_source.h"
 #include "faster/models/registry.h"
 #include "faster/tools/file_io.h"
+#include "faster/tools/tree.h"
 #include "faster/train/checkpoint.h"
 #include "faster/train/cpu_runtime.h"
 #include "faster/train/device_warm_up.h"
@@ -119,12 +120,10 @@ void warn_about_changed_options(const nlohmann::json& saved, const nlohmann::jso
   std::string changed;
   for (const char* key : kKeys) {
     if (!saved.contains(key) || !now.contains(key) || saved[key] == now[key]) continue;
-    if (std::string(key) == "data" && saved[key].is_string() && now[key].is_string()) {
-      std::error_code ec;  // the same folder, however it is named
-      if (fs::weakly_canonical(saved[key].get<std::string>(), ec) ==
-          fs::weakly_canonical(now[key].get<std::string>(), ec))
-        continue;
-    }
+    if (std::string(key) == "data" && saved[key].is_string() && now[key].is_string() &&
+        tools::resolved(saved[key].get<std::string>()) ==
+            tools::resolved(now[key].get<std::string>()))
+      continue;  // the same folder, however it is named
     changed += std::string(changed.empty() ? "" : ", ") + key + " " + now[key].dump() + " (was " +
                saved[key].dump() + ")";
   }
@@ -540,7 +539,6 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
     stepper.start_epoch();
     model->train();
     const data::LoaderStats before = image_loader ? image_loader->stats() : data::LoaderStats{};
-    const int64_t val_skipped_before = val_image_loader ? val_image_loader->stats().skipped : 0;
     train_loader->start_epoch(epoch);
     const bool evaluate = val_loader && ((epoch + 1) % o.eval_every == 0 || epoch + 1 == o.epochs);
     double lr = 0;
@@ -589,9 +587,8 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
       if (bar) bar->finish();
       // Bad images the job's loaders skipped in the epoch (training and test), summed with the
       // step's totals over the ranks: every rank knows the job's count, and rank 0 reports it.
-      int64_t skipped = 0;
-      if (image_loader) skipped += image_loader->stats().skipped - before.skipped;
-      if (val_image_loader) skipped += val_image_loader->stats().skipped - val_skipped_before;
+      int64_t skipped = image_loader ? image_loader->skipped_this_epoch() : 0;
+      if (evaluate && val_image_loader) skipped += val_image_loader->skipped_this_epoch();
       auto totals = stepper.totals();
       totals =
           torch::cat({totals, torch::full({1}, static_cast<double>(skipped), totals.options())});
@@ -605,10 +602,8 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
       e.train_loss = t.train_loss / std::max<int64_t>(1, e.train_images);
       e.evaluated = evaluate;
       if (evaluate) {
-        const double n = std::max(1.0, t.evaluated);
-        e.test_loss = t.eval_loss / n;
-        e.test_accuracy = 100.0 * t.top1 / n;
-        e.test_top5 = 100.0 * t.top5 / n;
+        const auto s = t.scores();
+        e.test_loss = s.loss, e.test_accuracy = s.top1, e.test_top5 = s.top5;
       }
       e.seconds = timer.seconds();
       e.train_seconds = epoch_train_s;
@@ -678,13 +673,8 @@ EvalReport evaluate(const EvalOptions& e) {
   if (e.val_resize != 0)
     check_range("--val-resize", e.val_resize, std::max(e.val_res, 8), 2 * data::kMaxSide);
   const auto device = resolve_device(e.device);
-  if (device.is_cpu() && e.precision == Precision::kFloat16) {
-    const std::string what = "--amp-dtype fp16 needs a CUDA device, and --device " + e.device +
-                             (e.device == "auto" ? " found none" : " was given") +
-                             " (--amp-dtype bf16 runs on the CPU)";
-    if (e.device != "auto") throw UsageError(what);
-    throw Error(what);
-  }
+  if (device.is_cpu() && e.precision == Precision::kFloat16)
+    refuse_on_cpu(e.device, "--amp-dtype fp16", "--amp-dtype bf16 runs on the CPU");
   if (device.is_cpu()) configure_cpu_runtime(1);
   // The data: a small dataset's test split, a root's val/, or the split named (folder or LMDB).
   TrainingData d;
@@ -757,10 +747,8 @@ EvalReport evaluate(const EvalOptions& e) {
   r.res = plan.val_res;
   r.images = static_cast<int64_t>(t.evaluated);
   r.skipped = d.val->size() - r.images;
-  const double n = std::max(1.0, t.evaluated);
-  r.loss = t.eval_loss / n;
-  r.top1 = 100.0 * t.top1 / n;
-  r.top5 = 100.0 * t.top5 / n;
+  const auto s = t.scores();
+  r.loss = s.loss, r.top1 = s.top1, r.top5 = s.top5;
   r.seconds = timer.seconds();
   return r;
 }

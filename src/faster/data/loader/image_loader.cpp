@@ -596,6 +596,11 @@ void ImageLoader::adapt_share_locked(int64_t b, bool threads_waited) {
                std::memory_order_relaxed);
 }
 
+int64_t ImageLoader::skipped_this_epoch() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return skipped_ - skipped_at_epoch_start_;
+}
+
 LoaderStats ImageLoader::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   LoaderStats s;

@@ -74,6 +74,8 @@ class ImageLoader : public Loader {
   int64_t samples_per_epoch() const override;
   // Totals since construction; reset_stats() starts over (for example after a warm-up).
   LoaderStats stats() const;
+  // Bad images skipped since the current epoch started (what its end-of-epoch warning counts).
+  int64_t skipped_this_epoch() const;
   // The share of GPU-decodable images the workers decode now (--cpu-share; moves with auto).
   double cpu_share() const { return share_.load(std::memory_order_relaxed); }
   void reset_stats();
