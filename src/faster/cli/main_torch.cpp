@@ -8,6 +8,7 @@
 #include <string>
 
 #include "faster/cli/command.h"
+#include "faster/core/early_context.h"
 #include "faster/core/error.h"
 #include "faster/core/process_clock.h"
 
@@ -29,12 +30,21 @@ int write_command_table(const char* path) {
   return 0;
 }
 
+// The CUDA context begun while LibTorch's libraries initialise (faster/core/early_context.h): an
+// executable's .preinit_array runs before every shared library's constructor, with main()'s
+// arguments.  Opt-in (FASTER_EARLY_CONTEXT=1) until it has been measured on a GPU.
+void begin_context(int argc, char** argv, char** envp) {
+  faster::start_early_context(argc, argv, envp, false);
+}
+__attribute__((section(".preinit_array"), used)) void (*const preinit)(int, char**,
+                                                                       char**) = begin_context;
+
 }  // namespace
 }  // namespace faster::cli
 
 int main(int argc, char** argv) {
   using namespace faster::cli;
-  return exit_code_of(
+  const int code = exit_code_of(
       [&] {
         faster::mark_main_entered();
         if (argc == 3 && std::strcmp(argv[1], "--command-table") == 0)
@@ -42,4 +52,6 @@ int main(int argc, char** argv) {
         return run_command_line(argc, argv);
       },
       message);
+  faster::finish_early_context();  // no exit while the driver is still making it
+  return code;
 }

@@ -13,6 +13,7 @@
 #include <optional>
 #include <thread>
 
+#include "faster/core/early_context.h"
 #include "faster/core/env.h"
 #include "faster/core/error.h"
 #include "faster/core/gpu_info.h"
@@ -382,6 +383,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   const auto d = o.prewarm ? reading.get()
                            : open_training_data(o.data, o.val_data, o.train_limit, o.test_limit);
   setup["data_read_s"] = process_seconds();
+  if (const double c = finish_early_context(); c > 0) setup["context_s"] = c;
   // Shifts and flips are the device loader's, for small datasets as stored (crops flip anyway).
   const bool as_stored_on_device = o.loader == LoaderKind::kDevice && d.arrays() && o.res.res == 0;
   if (!as_stored_on_device && (o.translate > 0 || o.flip == Flip::kOn))
