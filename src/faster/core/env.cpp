@@ -59,35 +59,6 @@ int usable_cores() {
   return std::max(1, CPU_COUNT(&set));
 }
 
-int64_t available_memory_bytes() {
-  int64_t available = 0;
-  std::ifstream meminfo("/proc/meminfo");
-  for (std::string key; meminfo >> key;) {
-    int64_t kb = 0;
-    meminfo >> kb;
-    meminfo.ignore(1 << 10, '\n');
-    if (key == "MemAvailable:") available = kb * 1024;
-  }
-  // This process's cgroup (v2: the "0::" line of /proc/self/cgroup), where its limit is lower: the
-  // limit less what the group uses, its page cache excepted (the kernel reclaims that first).
-  std::ifstream groups("/proc/self/cgroup");
-  std::string group;
-  for (std::string line; std::getline(groups, line);)
-    if (line.rfind("0::", 0) == 0) group = "/sys/fs/cgroup" + line.substr(3);
-  if (group.empty()) return available;
-  std::ifstream max_in(group + "/memory.max"), current_in(group + "/memory.current"),
-      stat_in(group + "/memory.stat");
-  int64_t max = 0, current = 0, file = 0;
-  if (!(max_in >> max) || !(current_in >> current)) return available;  // "max": no limit
-  for (std::string key; stat_in >> key;) {
-    int64_t value = 0;
-    stat_in >> value;
-    if (key == "file") file = value;
-  }
-  const int64_t in_group = std::max<int64_t>(0, max - std::max<int64_t>(0, current - file));
-  return available > 0 ? std::min(available, in_group) : in_group;
-}
-
 nlohmann::json env_info() {
   nlohmann::json j;
   j["faster"] = FASTER_VERSION;

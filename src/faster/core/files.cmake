@@ -1,7 +1,8 @@
 # core: errors, logging, progress, timers (no LibTorch); environment report (LibTorch).
 list(APPEND FASTER_BASE_SOURCES src/faster/core/log.cpp src/faster/core/progress.cpp
      src/faster/core/line_chart.cpp src/faster/core/process_clock.cpp
-     src/faster/core/interrupt.cpp src/faster/core/early_context.cpp)
+     src/faster/core/interrupt.cpp src/faster/core/early_context.cpp
+     src/faster/core/memory.cpp)
 list(APPEND FASTER_TORCH_SOURCES src/faster/core/env.cpp)
 if(FASTER_CUDA)
   list(APPEND FASTER_TORCH_SOURCES src/faster/core/gpu_info_cuda.cpp)

@@ -14,12 +14,12 @@
 #include <thread>
 
 #include "faster/core/early_context.h"
-#include "faster/core/env.h"
 #include "faster/core/error.h"
 #include "faster/core/gpu_info.h"
 #include "faster/core/interrupt.h"
 #include "faster/core/line_chart.h"
 #include "faster/core/log.h"
+#include "faster/core/memory.h"
 #include "faster/core/process_clock.h"
 #include "faster/core/progress.h"
 #include "faster/core/timer.h"
