@@ -1,13 +1,16 @@
-// The early CUDA context's choice of device from a command line and environment, before the flags
-// are parsed: it must name the device the command will use, or none (a context on a GPU the run
-// does not use costs that GPU memory, and a DDP launcher's context every rank's).
+// The early CUDA context: its choice of device from a command line and environment, before the
+// flags are parsed (it must name the device the command will use, or none: a context on a GPU the
+// run does not use costs that GPU memory, a DDP launcher's or the bench's every child's), and its
+// library's constructor running before LibTorch's in faster-torch.
 #include <gtest/gtest.h>
 
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "faster/core/early_context.h"
+#include "support/test_support.h"
 
 namespace faster {
 namespace {
@@ -29,7 +32,6 @@ TEST(EarlyContext, TheDeviceTheFlagsName) {
   EXPECT_EQ(device_for({"train", "--device", "cuda:3", "--epochs", "2"}), 3);
   EXPECT_EQ(device_for({"eval", "--device=cuda:1", "--weights", "w.pt"}), 1);
   EXPECT_EQ(device_for({"load", "--device", "cuda:0", "--device", "cuda:2"}), 2);  // the last
-  for (const char* command : {"bench", "env"}) EXPECT_EQ(device_for({command}), 0);
 }
 
 TEST(EarlyContext, NoneWhereTheCommandUsesNoGpuOrTheFlagsAreNotUnderstood) {
@@ -40,8 +42,12 @@ TEST(EarlyContext, NoneWhereTheCommandUsesNoGpuOrTheFlagsAreNotUnderstood) {
   EXPECT_EQ(device_for({"train", "--device", "tpu"}), -1);
   EXPECT_EQ(device_for({"train", "--help"}), -1);
   EXPECT_EQ(device_for({"train", "--device", "cuda:1", "-h"}), -1);
-  for (const char* command : {"synth", "resize", "pack", "export", "--help", "nonsense"})
+  // bench trains in child processes; env and load --decode-only make no context.
+  for (const char* command : {"bench", "env", "synth", "resize", "pack", "export", "--help", "x"})
     EXPECT_EQ(device_for({command}), -1) << command;
+  EXPECT_EQ(device_for({"load", "--decode-only"}), -1);
+  // A profiler's library, which the driver would load while LibTorch's constructors run.
+  EXPECT_EQ(device_for({"train"}, {{"CUDA_INJECTION64_PATH", "/opt/nsys/libinject.so"}}), -1);
   EXPECT_EQ(device_for({}), -1);
   // Flags after "--" are not faster's.
   EXPECT_EQ(device_for({"train", "--", "--device", "cuda:2"}), 0);
@@ -57,20 +63,54 @@ TEST(EarlyContext, ADdpRankUsesItsLocalRankAndTheLauncherNone) {
             3);
   EXPECT_EQ(device_for({"train", "--parallel", "ddp", "--device", "cpu"}, {{"RANK", "1"}}), -1);
   EXPECT_EQ(device_for({"train", "--parallel", "ddp"}, {{"RANK", "1"}, {"LOCAL_RANK", "x"}}), -1);
+  // Empty variables are unset, as the trainer reads them.
+  EXPECT_EQ(device_for(ddp, {{"RANK", ""},
+                             {"WORLD_SIZE", ""},
+                             {"LOCAL_RANK", "1"},
+                             {"SLURM_PROCID", "2"},
+                             {"SLURM_NTASKS", "4"},
+                             {"SLURM_LOCALID", "2"}}),
+            2);
   // DataParallel runs in one process, from the first device.
   EXPECT_EQ(device_for({"train", "--parallel", "dp"}), 0);
 }
 
-TEST(EarlyContext, TheEnvironmentSwitchesItAndABuildWithoutCudaNeedsItOn) {
+TEST(EarlyContext, TheEnvironmentSwitchesIt) {
   EXPECT_EQ(device_for({"train"}, {{"FASTER_EARLY_CONTEXT", "0"}}), -1);
   EXPECT_EQ(device_for({"train"}, {}, false), -1);
   EXPECT_EQ(device_for({"train"}, {{"FASTER_EARLY_CONTEXT", "1"}}, false), 0);
+  for (const char* other : {"", "true", "on", "2"})  // only 1 turns it on
+    EXPECT_EQ(device_for({"train"}, {{"FASTER_EARLY_CONTEXT", other}}, false), -1) << other;
 }
 
-TEST(EarlyContext, FinishingWithoutOneIsZeroAndRepeatable) {
-  // These tests' binary has no preinit entry: nothing was started.
-  EXPECT_EQ(finish_early_context(), 0.0);
-  EXPECT_EQ(finish_early_context(), 0.0);
+TEST(EarlyContext, FinishingWithoutOneSaysNoneAndRepeats) {
+  // This binary's command line names no command: nothing was started.
+  EXPECT_LT(finish_early_context(), 0.0);
+  EXPECT_LT(finish_early_context(), 0.0);
+}
+
+// The point of the separate library: in faster-torch its constructor runs after the C libraries'
+// and before LibTorch's, whose constructors take most of the time before main().
+TEST(EarlyContext, ItsConstructorRunsBeforeLibTorchs) {
+  const auto r = test::run_shell("LD_DEBUG=libs " + std::string(FASTER_TORCH_BIN) + " --help");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<std::string> inits;
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);)
+    if (const auto at = line.find("calling init: "); at != std::string::npos)
+      inits.push_back(line.substr(at + 14));
+  const auto position = [&inits](const std::string& name) {
+    for (size_t i = 0; i < inits.size(); ++i)
+      if (inits[i].find(name) != std::string::npos) return static_cast<int>(i);
+    return -1;
+  };
+  const int early = position("libfaster_early"), libc = position("/libc.so"),
+            torch = position("libtorch_cpu");
+  ASSERT_GE(early, 0) << r.output.substr(0, 2000);
+  ASSERT_GE(libc, 0);
+  ASSERT_GE(torch, 0);
+  EXPECT_LT(libc, early);
+  EXPECT_LT(early, torch);
 }
 
 }  // namespace

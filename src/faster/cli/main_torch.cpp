@@ -30,15 +30,6 @@ int write_command_table(const char* path) {
   return 0;
 }
 
-// The CUDA context begun while LibTorch's libraries initialise (faster/core/early_context.h): an
-// executable's .preinit_array runs before every shared library's constructor, with main()'s
-// arguments.  Opt-in (FASTER_EARLY_CONTEXT=1) until it has been measured on a GPU.
-void begin_context(int argc, char** argv, char** envp) {
-  faster::start_early_context(argc, argv, envp, false);
-}
-__attribute__((section(".preinit_array"), used)) void (*const preinit)(int, char**,
-                                                                       char**) = begin_context;
-
 }  // namespace
 }  // namespace faster::cli
 

@@ -1,19 +1,16 @@
-// The CUDA context begun before main(): the device from the command line, the driver loaded on the
-// main thread (its constructors and those of the C libraries it needs run there, in order), the
-// context made on a thread of its own.
+// libfaster_early: the CUDA context begun before main().  The constructor runs on the main thread
+// while the dynamic loader initialises the program's libraries (the C libraries are done,
+// LibTorch's are next); it reads the command line, loads the driver there (its constructors run in
+// order, on that thread) and makes the context on a thread of its own.
 #include "faster/core/early_context.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-
-#include "faster/core/error.h"
-#include "faster/core/process_clock.h"
 
 namespace faster {
 namespace {
@@ -24,8 +21,7 @@ using CuInit = int (*)(unsigned);
 using CuDeviceGet = int (*)(int*, int);
 using CuDevicePrimaryCtxRetain = int (*)(void**, int);
 
-// Written before main() and by the thread: plain data without initialisers, so no constructor of
-// this program (they run after the preinit entry) can overwrite it.
+// Plain data, zero before any constructor runs.
 struct Early {
   CuInit init;
   CuDeviceGet device_get;
@@ -37,7 +33,6 @@ struct Early {
   timespec ready;
 };
 Early early;
-double ready_seconds;
 std::mutex finishing;  // constant-initialised
 
 void* make_context(void*) {
@@ -49,10 +44,14 @@ void* make_context(void*) {
   return nullptr;
 }
 
-bool is_gpu_command(const char* name) {
-  for (const char* c : {"train", "eval", "bench", "load", "env"})
-    if (std::strcmp(name, c) == 0) return true;
-  return false;
+// The commands that make a CUDA context in their own process (bench runs `faster train` children;
+// env only asks the runtime about devices).
+bool makes_context(int argc, const char* const* argv) {
+  if (std::strcmp(argv[1], "train") == 0 || std::strcmp(argv[1], "eval") == 0) return true;
+  if (std::strcmp(argv[1], "load") != 0) return false;
+  for (int i = 2; i < argc; ++i)
+    if (std::strcmp(argv[i], "--decode-only") == 0) return false;
+  return true;
 }
 
 // A device ordinal: digits only, below 1024.
@@ -76,14 +75,44 @@ const char* flag_value(int argc, const char* const* argv, const char* flag) {
   return value;
 }
 
-// A DDP rank's device is its local rank (the trainer's join_job); the launcher that starts the
-// ranks (no rank in its environment) makes no context itself.
+// A DDP rank's device is its local rank (the trainer's join_job, world_from_env); the launcher
+// that starts the ranks (no rank in its environment) makes no context itself.
 int ddp_local_rank(const EnvLookup& env) {
-  if (env("RANK") || env("WORLD_SIZE"))
-    return ordinal_of(env("LOCAL_RANK") ? env("LOCAL_RANK") : env("RANK"));
-  if (env("SLURM_PROCID") && env("SLURM_NTASKS"))
-    return env("SLURM_LOCALID") ? ordinal_of(env("SLURM_LOCALID")) : 0;
+  const auto set = [&env](const char* name) -> const char* {
+    const char* v = env(name);
+    return v && *v ? v : nullptr;
+  };
+  if (set("RANK") || set("WORLD_SIZE"))
+    return ordinal_of(set("LOCAL_RANK") ? set("LOCAL_RANK") : set("RANK"));
+  if (set("SLURM_PROCID") && set("SLURM_NTASKS"))
+    return set("SLURM_LOCALID") ? ordinal_of(set("SLURM_LOCALID")) : 0;
   return -1;
+}
+
+// The library's constructor: the dynamic loader passes it main()'s arguments (a glibc extension).
+__attribute__((constructor)) void begin_context(int argc, char** argv, char** /*envp*/) {
+#ifdef FASTER_WITH_CUDA
+  const bool cuda_build = true;
+#else
+  const bool cuda_build = false;  // nothing for LibTorch to take up
+#endif
+  if (!cuda_build || !argv) return;
+  const int ordinal = early_context_device(
+      argc, argv, [](const char* name) -> const char* { return std::getenv(name); }, false);
+  if (ordinal < 0) return;
+  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!driver) return;  // no NVIDIA driver: LibTorch will find none either
+  early.init = reinterpret_cast<CuInit>(dlsym(driver, "cuInit"));
+  early.device_get = reinterpret_cast<CuDeviceGet>(dlsym(driver, "cuDeviceGet"));
+  early.retain =
+      reinterpret_cast<CuDevicePrimaryCtxRetain>(dlsym(driver, "cuDevicePrimaryCtxRetain"));
+  if (!early.init || !early.device_get || !early.retain) return;
+  // LibTorch sets this (unless the user did) just before its own first cuInit, the only moment the
+  // driver reads it; that cuInit is now this one.  Set here, before the thread starts, so no
+  // environment is written while the driver reads it.
+  setenv("CUDA_MODULE_LOADING", "LAZY", 0);
+  early.ordinal = ordinal;
+  early.running = pthread_create(&early.thread, nullptr, make_context, nullptr) == 0;
 }
 
 }  // namespace
@@ -91,8 +120,9 @@ int ddp_local_rank(const EnvLookup& env) {
 int early_context_device(int argc, const char* const* argv, const EnvLookup& env,
                          bool on_by_default) {
   const char* setting = env("FASTER_EARLY_CONTEXT");
-  const bool on = setting ? std::strcmp(setting, "0") != 0 : on_by_default;
-  if (!on || argc < 2 || !is_gpu_command(argv[1])) return -1;
+  const bool on = setting && *setting ? std::strcmp(setting, "1") == 0 : on_by_default;
+  if (!on || argc < 2 || !makes_context(argc, argv)) return -1;
+  if (const char* injection = env("CUDA_INJECTION64_PATH"); injection && *injection) return -1;
   for (int i = 2; i < argc && std::strcmp(argv[i], "--") != 0; ++i)
     if (std::strcmp(argv[i], "-h") == 0 || std::strncmp(argv[i], "--help", 6) == 0) return -1;
   const char* device = flag_value(argc, argv, "--device");
@@ -106,41 +136,17 @@ int early_context_device(int argc, const char* const* argv, const EnvLookup& env
   return ordinal;
 }
 
-void start_early_context(int argc, char** argv, char** envp, bool on_by_default) {
-  // The C library sets `environ` in its own constructor, after this: until then getenv() finds
-  // nothing, here and in the driver (CUDA_VISIBLE_DEVICES, read by cuInit on the thread, which
-  // may run before that constructor).  It is set here to the value that constructor will set.
-  if (!environ) environ = envp;
-  const int ordinal = early_context_device(
-      argc, argv, [](const char* name) -> const char* { return std::getenv(name); }, on_by_default);
-  if (ordinal < 0) return;
-  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!driver) return;  // no NVIDIA driver: LibTorch will find none either
-  early.init = reinterpret_cast<CuInit>(dlsym(driver, "cuInit"));
-  early.device_get = reinterpret_cast<CuDeviceGet>(dlsym(driver, "cuDeviceGet"));
-  early.retain =
-      reinterpret_cast<CuDevicePrimaryCtxRetain>(dlsym(driver, "cuDevicePrimaryCtxRetain"));
-  if (!early.init || !early.device_get || !early.retain) return;
-  early.ordinal = ordinal;
-  early.running = pthread_create(&early.thread, nullptr, make_context, nullptr) == 0;
-}
-
 double finish_early_context() {
   std::lock_guard<std::mutex> lock(finishing);
-  if (!early.running) return ready_seconds;
-  pthread_join(early.thread, nullptr);
-  early.running = false;
-  if (!early.made) return ready_seconds;
+  if (early.running) {
+    pthread_join(early.thread, nullptr);
+    early.running = false;
+  }
+  if (!early.made) return -1;
   timespec now{};
   clock_gettime(CLOCK_BOOTTIME, &now);
-  const double ago = static_cast<double>(now.tv_sec - early.ready.tv_sec) +
-                     1e-9 * static_cast<double>(now.tv_nsec - early.ready.tv_nsec);
-  try {
-    ready_seconds = process_seconds() - ago;
-  } catch (const Error&) {
-    // No /proc: the milestone stays 0, as main_s does.
-  }
-  return ready_seconds;
+  return static_cast<double>(now.tv_sec - early.ready.tv_sec) +
+         1e-9 * static_cast<double>(now.tv_nsec - early.ready.tv_nsec);
 }
 
 }  // namespace faster

@@ -383,7 +383,8 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   const auto d = o.prewarm ? reading.get()
                            : open_training_data(o.data, o.val_data, o.train_limit, o.test_limit);
   setup["data_read_s"] = process_seconds();
-  if (const double c = finish_early_context(); c > 0) setup["context_s"] = c;
+  if (const double ago = finish_early_context(); ago >= 0)
+    setup["context_s"] = process_seconds() - ago;
   // Shifts and flips are the device loader's, for small datasets as stored (crops flip anyway).
   const bool as_stored_on_device = o.loader == LoaderKind::kDevice && d.arrays() && o.res.res == 0;
   if (!as_stored_on_device && (o.translate > 0 || o.flip == Flip::kOn))
