@@ -94,6 +94,7 @@ TEST(Cli, MissingDataAndDeviceErrors) {
                         "--parallel dp needs a CUDA device, and --device cpu was given", 2);
   expect_one_line_error("train --device cpu --fast", "--fast (CUDA graphs) needs a CUDA device", 2);
   expect_one_line_error("train --device cpu --cuda-graph", "--cuda-graph needs a CUDA device", 2);
+  expect_one_line_error("train --device cpu --gpu-wait block", "--gpu-wait needs a CUDA device", 2);
 }
 
 TEST(Cli, EnvPrintsJson) {

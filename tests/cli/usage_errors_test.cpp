@@ -109,6 +109,7 @@ TEST(UsageErrors, TrainRangesAndCombinations) {
       {t + " --parallel ddp --cuda-graph", "--cuda-graph cannot capture DDP's all-reduce"},
       {t + " --last-batch pad", "--last-batch"},
       {t + " --loader gpu", "--loader"},
+      {t + " --gpu-wait sleep", "--gpu-wait"},
       {t + " --recipe fast", "--recipe"},
       {t + " --model resnet7", "--model 'resnet7' is not a model faster knows"},
       {"train --device tpu", "--device 'tpu' is not a device"},

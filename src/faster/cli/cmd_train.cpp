@@ -179,6 +179,10 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_flag("--cuda-graph", o.cuda_graph,
                 "Capture the train and test steps as CUDA graphs (static shapes; short batches "
                 "run eagerly, test batches are padded)");
+  add_enum_option(cmd, "--gpu-wait", o.gpu_wait, train::kGpuWaitNames,
+                  "How threads wait for the GPU: auto (CUDA's: spin while the process has fewer "
+                  "contexts than cores), spin, yield, or block (the thread sleeps until the GPU is "
+                  "done, its core free for the JPEG loader's threads)");
   cmd->add_flag("--fast", f.fast,
                 "Fastest mode: --amp --channels-last --cuda-graph --last-batch drop, and "
                 "--loader device with bf16 for ThinNet, fp16 with --cudnn-benchmark for ResNets "

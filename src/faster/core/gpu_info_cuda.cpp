@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 #include <torch/csrc/cuda/nccl.h>
 
+#include "faster/core/cuda_check.h"
 #include "faster/core/gpu_info.h"
 
 namespace faster {
@@ -20,6 +21,19 @@ int cuda_device_count() {
     return 0;
   }
   return n;
+}
+
+void set_gpu_wait(int device, GpuWait wait) {
+  unsigned flag = cudaDeviceScheduleAuto;
+  if (wait == GpuWait::kSpin) flag = cudaDeviceScheduleSpin;
+  if (wait == GpuWait::kYield) flag = cudaDeviceScheduleYield;
+  if (wait == GpuWait::kBlock) flag = cudaDeviceScheduleBlockingSync;
+  int current = 0;
+  FASTER_CHECK_CUDA(cudaGetDevice(&current), "cudaGetDevice");
+  FASTER_CHECK_CUDA(cudaSetDevice(device), "cudaSetDevice");
+  const cudaError_t set = cudaSetDeviceFlags(flag);
+  FASTER_CHECK_CUDA(cudaSetDevice(current), "cudaSetDevice");
+  FASTER_CHECK_CUDA(set, "--gpu-wait (cudaSetDeviceFlags)");
 }
 
 nlohmann::json gpu_info() {

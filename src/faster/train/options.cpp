@@ -233,6 +233,7 @@ void validate(const TrainOptions& o) {
                     fast ? "" : "--amp-dtype bf16 runs on the CPU");
     if (o.cuda_graph) refuse_on_cpu(o.device, fast ? "--fast (CUDA graphs)" : "--cuda-graph");
     if (o.cudnn_benchmark) refuse_on_cpu(o.device, "--cudnn-benchmark");
+    if (o.gpu_wait != GpuWait::kAuto) refuse_on_cpu(o.device, "--gpu-wait");
   }
   if (o.cuda_graph && !StepGraph::available())
     FASTER_THROW("--cuda-graph needs a CUDA build of faster");
@@ -288,6 +289,7 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"workers", o.workers},
           {"last_batch", enum_name(data::kLastBatchNames, o.last_batch)},
           {"cuda_graph", o.cuda_graph},
+          {"gpu_wait", enum_name(kGpuWaitNames, o.gpu_wait)},
           {"norm", enum_name(models::kNormNames, o.norm)},
           {"fused_norm_relu", o.fused},
           {"parallel", enum_name(kParallelNames, o.parallel)},

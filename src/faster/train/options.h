@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "faster/core/enum_names.h"
+#include "faster/core/gpu_info.h"
 #include "faster/data/loader/loader.h"
 #include "faster/data/sources/array_dataset.h"
 #include "faster/models/model.h"
@@ -36,6 +37,12 @@ inline constexpr EnumName<Parallel> kParallelNames[] = {
 enum class Decode { kAuto, kCpu, kNvjpeg };
 inline constexpr EnumName<Decode> kDecodeChoices[] = {
     {"auto", Decode::kAuto}, {"cpu", Decode::kCpu}, {"nvjpeg", Decode::kNvjpeg}};
+
+// How host threads wait for the GPU (core/gpu_info.h).
+inline constexpr EnumName<GpuWait> kGpuWaitNames[] = {{"auto", GpuWait::kAuto},
+                                                      {"spin", GpuWait::kSpin},
+                                                      {"yield", GpuWait::kYield},
+                                                      {"block", GpuWait::kBlock}};
 
 // Named sets of defaults (what a flag the user did not give becomes): the seed's ThinNet benchmark
 // (a GPU workload), a ThinNet sized for the CPU, an ImageNet-style recipe for ResNets, and the
@@ -120,6 +127,7 @@ struct TrainOptions {
   // more than it saves.  true: tune every new shape (PyTorch's cudnn.benchmark behaviour).
   bool cudnn_benchmark_all_shapes = false;
   bool benchmarks_full_batch_only() const { return cudnn_benchmark && !cudnn_benchmark_all_shapes; }
+  GpuWait gpu_wait = GpuWait::kAuto;
   Precision precision = Precision::kFloat32;  // --amp picks fp16 (with grad scaler) or bf16
   bool channels_last = false;
   LoaderKind loader = LoaderKind::kHost;

@@ -368,6 +368,10 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   WorldInfo world;
   auto dist = join_job(o, world, device);
   if (device.is_cpu()) configure_cpu_runtime(world.local_world);
+  if (device.is_cuda() && o.gpu_wait != GpuWait::kAuto) {  // every device the run uses, first
+    set_gpu_wait(device.index(), o.gpu_wait);
+    for (const auto& d : dp_devices(o)) set_gpu_wait(d.index(), o.gpu_wait);
+  }
   const bool is_main = world.is_main();
   // --prewarm: the data is read (and unzipped) while CUDA, cuDNN and cuBLAS start.
   nlohmann::json setup = {{"start_s", process_seconds()}};
