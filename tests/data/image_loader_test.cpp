@@ -187,7 +187,13 @@ TEST(ImageLoader, SkipsBadImagesCountedWithRightLabels) {
     EXPECT_EQ(s.skipped, bad);
     EXPECT_EQ(s.images, src->size());  // each replaced by the next good one
     ASSERT_EQ(s.skipped_names.size(), static_cast<size_t>(bad));
+    EXPECT_EQ(loader.skipped_this_epoch(), bad);
   }
+  epoch(loader, 2);  // without a reset: the epoch's count starts where the totals stand
+  EXPECT_EQ(loader.skipped_this_epoch(), bad);
+  EXPECT_EQ(loader.stats().skipped, 2 * bad);
+  loader.reset_stats();  // and at zero again after one (it went below zero)
+  EXPECT_EQ(loader.skipped_this_epoch(), 0);
 }
 
 // In evaluation a bad image's row keeps the batch's shape (its stand-in's pixels) but carries the

@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "faster/core/error.h"
+#include "faster/core/log.h"
 #include "faster/core/nvjpeg_check.h"
 #include "faster/data/augment/crop_resize_gpu.h"
 #include "faster/data/decode/nvjpeg_decoder.h"
@@ -53,6 +54,7 @@ struct NvjpegDecoder::Impl {
   nvjpegJpegState_t state = nullptr;
   nvjpegJpegStream_t bitstream = nullptr;
   bool hardware = false;
+  bool warned = false;  // a batched call failed for a reason other than its images
   unsigned engines = 0, cores = 0;
   torch::Tensor arena;  // decoded RGB images of the current batch (device, grows)
   torch::Tensor crops;  // GpuCrop records (device, grows)
@@ -201,6 +203,12 @@ void NvjpegDecoder::decode(const std::vector<GpuJpeg>& jobs, Layout layout, torc
     s = nvjpegDecodeBatched(m.handle, m.state, m.data.data(), m.lengths.data(), m.images.data(),
                             stream);
   if (s != NVJPEG_STATUS_SUCCESS) {  // no per-image status: the CPU redoes all of the call's images
+    // A failure that is not about the images (memory, the engines) would otherwise send every
+    // image to the CPU without a word: said once per decoder.
+    if (s != NVJPEG_STATUS_BAD_JPEG && s != NVJPEG_STATUS_JPEG_NOT_SUPPORTED &&
+        !std::exchange(m.warned, true))
+      log::warn("nvJPEG's batched decode failed (", detail::nvjpeg_status_name(s), ", ",
+                static_cast<int>(s), "): the CPU decodes the images of such calls instead");
     m.timing.call_ns += now_ns() - t1;
     synchronize(stream, m.timing.wait_ns, "synchronize after a failed nvJPEG batch");
     for (int i : m.taken) refused.push_back(i);

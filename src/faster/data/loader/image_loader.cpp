@@ -167,9 +167,14 @@ ImageLoader::ImageLoader(std::shared_ptr<const Source> source, LoaderOptions opt
       stages_.push_back(std::make_unique<Stage>(options_.device, options_.batch, options_.decoder));
   for (int i = 0; i < options_.workers; ++i)
     workers_.push_back(std::make_unique<Worker>(options_.decoder));
-  for (int i = 0; i < options_.workers; ++i) threads_.emplace_back([this, i] { worker_loop(i); });
-  for (int i = 0; i < static_cast<int>(stages_.size()); ++i)
-    stage_threads_.emplace_back([this, i] { stage_loop(i); });
+  try {
+    for (int i = 0; i < options_.workers; ++i) threads_.emplace_back([this, i] { worker_loop(i); });
+    for (int i = 0; i < static_cast<int>(stages_.size()); ++i)
+      stage_threads_.emplace_back([this, i] { stage_loop(i); });
+  } catch (...) {    // a thread the system would not start (a process or pids limit)
+    stop_workers();  // the started ones, which would otherwise end the process unjoined
+    throw;
+  }
 }
 
 std::string ImageLoader::describe_device() const {
@@ -304,13 +309,13 @@ void ImageLoader::worker_loop(int id) {
 }
 
 void ImageLoader::process(Worker& w, Slot& slot, int position, int64_t first, bool allow_gpu,
-                          bool have_bytes) {
+                          bool have_bytes, bool count_first) {
   const int64_t n = source_->size();
   for (int k = 0; k <= kMaxReplacements; ++k) {
     const int64_t index = (first + k) % n;
     // Only a sample's own failure is counted: a bad replacement is counted at its own position.
-    if (load_sample(w, index, epoch_, slot, position, /*count_bad=*/k == 0, allow_gpu,
-                    have_bytes && k == 0)) {
+    if (load_sample(w, index, epoch_, slot, position, /*count_bad=*/k == 0 && count_first,
+                    allow_gpu, have_bytes && k == 0)) {
       slot.indices[position] = index;
       // Evaluation counts each image once: a bad one's stand-in fills its row for the shapes but
       // carries the padding label, which the scores leave out.
@@ -401,7 +406,9 @@ void ImageLoader::run_stage(Stage& st, Slot& slot, int part, torch::Tensor& out)
     bytes_ -= static_cast<int64_t>(st.jobs[k].size);
     std::swap(st.cpu.sample.bytes, slot.jpeg[p]);
     st.cpu.sample.label = static_cast<int>(slot.labels.data_ptr<int64_t>()[p]);
-    process(st.cpu, slot, p, slot.indices[p], /*allow_gpu=*/false, /*have_bytes=*/true);
+    // A stand-in for a bad image was counted at its own position: not again here.
+    const bool own = slot.indices[p] == order_[slot.batch * options_.batch + p];
+    process(st.cpu, slot, p, slot.indices[p], /*allow_gpu=*/false, /*have_bytes=*/true, own);
     std::swap(st.cpu.sample.bytes, slot.jpeg[p]);  // both buffers keep their capacity
     st.uploads.push_back(p);
   }
@@ -517,12 +524,18 @@ int ImageLoader::padded_rows(const Slot& slot) const {
 
 std::optional<Batch> ImageLoader::next() {
   const int64_t slots = static_cast<int64_t>(ring_.size());
+  // The batch handed out last time is done with: its slot is free once its copy out of the ring
+  // has finished, which waits for the GPU to run the steps queued before that copy.  That wait is
+  // made before taking the lock, which the workers and stage threads need for every sample and
+  // part (held, it stalled them for up to a step).  consumed_ and released_ change only on this,
+  // the consumer's, thread.
+  const bool release = released_ < consumed_;
+  if (release) copy_.wait_slot(static_cast<int>((consumed_ - 1) % slots));
   std::unique_lock<std::mutex> lock(mutex_);
   if (epoch_ < 0) FASTER_THROW("ImageLoader::next() before start_epoch()");
   // Whether a worker ran out of work (the ring full) since the last call: --cpu-share auto.
   const bool threads_waited = std::exchange(ring_waited_, false);
-  if (released_ < consumed_) {  // the batch handed out last time is done with: free its slot
-    copy_.wait_slot(static_cast<int>((consumed_ - 1) % slots));
+  if (release) {
     released_ = consumed_;
     work_cv_.notify_all();
   }
@@ -621,6 +634,7 @@ void ImageLoader::reset_stats() {
 
 void ImageLoader::reset_stats_locked() {
   read_ns_ = decode_ns_ = augment_ns_ = bytes_ = images_ = skipped_ = pixels_ = 0;
+  skipped_at_epoch_start_ = 0;  // the epoch's count then starts at the reset
   gpu_ns_ = gpu_images_ = gpu_parse_ns_ = gpu_call_ns_ = gpu_wait_ns_ = 0;
   copy_s_ = wait_s_ = 0;
   skipped_names_.clear();

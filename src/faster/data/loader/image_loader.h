@@ -117,9 +117,10 @@ class ImageLoader : public Loader {
   void worker_loop(int id);
   // Loads the sample at `position` of `slot`, starting from source index `first` and moving on to
   // the next index while images are bad (skip policy).  have_bytes: `first`'s bytes and label are
-  // in w.sample already (an image nvJPEG refused), so it is not read again.
+  // in w.sample already (an image nvJPEG refused), so it is not read again.  count_first: a bad
+  // `first` counts as skipped (not where it is a stand-in, counted at its own position).
   void process(Worker& w, Slot& slot, int position, int64_t first, bool allow_gpu,
-               bool have_bytes = false);
+               bool have_bytes = false, bool count_first = true);
   bool load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slot, int position,
                    bool count_bad, bool allow_gpu, bool have_bytes);
   bool cpu_takes(Worker& w, const RegionF& want);
@@ -161,7 +162,10 @@ class ImageLoader : public Loader {
   std::condition_variable work_cv_, ready_cv_, idle_cv_;
   std::vector<int64_t> order_;  // this epoch's sample indices
   int64_t next_part_ = 0;       // nvJPEG: the next part to stage, batch * parts() + part, in order
-  int64_t epoch_ = -1, next_task_ = 0, total_tasks_ = 0, released_ = 0, consumed_ = 0;
+  int64_t epoch_ = -1, next_task_ = 0, total_tasks_ = 0;
+  // Batches handed out, and those whose slots are free again: written under the lock by the
+  // consumer's thread only (next, start_epoch), so that thread may read them without it.
+  int64_t released_ = 0, consumed_ = 0;
   int in_flight_ = 0;
   bool stop_ = false, epoch_reported_ = false;
   bool ring_waited_ = false;  // a worker found every sample the ring allows claimed
