@@ -114,6 +114,20 @@ TEST(Speedrun, StepWarmUpLeavesTheRunUntouched) {
   }
   EXPECT_TRUE(warmed.setup.contains("steps_ready_s"));
   EXPECT_TRUE(warmed.setup.contains("device_ready_s"));
+  // Resumed with the warm-up, the checkpoint's average of the weights is kept too (the warm-up
+  // reset it to the weights): the same epochs as the straight run.
+  test::TempDir d;
+  o.checkpoint = (d / "w.ckpt").string(), o.keep_checkpoints = true;
+  train(o);
+  o.checkpoint.clear(), o.keep_checkpoints = false;
+  o.resume = (d / "w.ckpt.epoch1").string();
+  const auto resumed = train(o);
+  ASSERT_EQ(resumed.epochs.size(), plain.epochs.size() - 1);
+  for (size_t e = 0; e < resumed.epochs.size(); ++e) {
+    EXPECT_EQ(plain.epochs[e + 1].train_loss, resumed.epochs[e].train_loss) << e;
+    EXPECT_EQ(plain.epochs[e + 1].test_accuracy, resumed.epochs[e].test_accuracy) << e;
+  }
+  o.resume.clear();
   // The options say what was decided from the data: Fashion-MNIST flips.
   EXPECT_EQ(warmed.options["flip"], "on");
   EXPECT_EQ(warmed.options["tta"], true);

@@ -172,6 +172,8 @@ void Stepper::warm_up(const data::Batch& train, const data::Batch& eval) {
   std::vector<torch::Tensor> state = model_->buffers();
   if (scaler_)
     for (const auto& t : scaler_->state()) state.push_back(t);
+  if (ema_)  // a resumed run's average is not the weights (a fresh one's is)
+    for (const auto& t : ema_->state()) state.push_back(t);
   std::vector<torch::Tensor> saved;
   for (const auto& t : state) saved.push_back(t.clone());
   const int runs = o_.cuda_graph ? kEagerStepsBeforeCapture + 1 : 1;  // the last one captures
@@ -187,7 +189,6 @@ void Stepper::warm_up(const data::Batch& train, const data::Batch& eval) {
   sgd_.flat_params().copy_(flat);
   sgd_.momentum().copy_(momentum);
   for (size_t i = 0; i < state.size(); ++i) state[i].copy_(saved[i]);
-  if (ema_) ema_->reset();
   start_epoch();
 }
 
