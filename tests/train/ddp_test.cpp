@@ -146,6 +146,38 @@ TEST(Ddp, SmallBucketsGiveTheSameResult) {
                                    models::Norm::kNone);
 }
 
+// Without --sync-bn each rank's BatchNorm statistics follow its shard; the test pass must score
+// the model that --save holds (rank 0's statistics on every rank), not a mix of the ranks'.  And
+// the step warm-up (--prewarm) runs on all ranks or none where the test shards differ in size
+// (127 images: 64 and 63 for batch 64), else their all-reduces pair different steps.
+TEST(Ddp, TestScoresAreTheSavedModelsAndTheWarmUpAgrees) {
+  REQUIRE_FASHION_MNIST();
+  test::TempDir d;
+  const auto ddp = test::run_faster(
+      "train --parallel ddp --nproc 2 --batch 32 --device cpu --epochs 2 --blocks 0,0,0 "
+      "--filters 8,16,32 --train-limit 512 --lr 0.05 --workers 1" +
+      test::fashion_mnist_flag() + " --save " + (d / "ddp.pt").string() + " --json " +
+      (d / "ddp.json").string());
+  ASSERT_EQ(ddp.exit_code, 0) << ddp.output;
+  const auto report = nlohmann::json::parse(test::read_file(d / "ddp.json"));
+  const auto eval = test::run_faster("eval --device cpu --weights " + (d / "ddp.pt").string() +
+                                     " --data " + test::fashion_mnist_dir().string() + " --json " +
+                                     (d / "eval.json").string());
+  ASSERT_EQ(eval.exit_code, 0) << eval.output;
+  const auto scored = nlohmann::json::parse(test::read_file(d / "eval.json"));
+  const auto& last = report["epochs"].back();
+  // The same 10,000 images and weights; only the batches differ (float sums in another order).
+  EXPECT_NEAR(last["test_accuracy"].get<double>(), scored["top1"].get<double>(), 0.011);
+  EXPECT_NEAR(last["test_top5"].get<double>(), scored["top5"].get<double>(), 0.011);
+  EXPECT_NEAR(last["test_loss"].get<double>(), scored["loss"].get<double>(), 1e-4);
+
+  const auto warmed = test::run_faster(
+      "train --recipe speedrun --parallel ddp --nproc 2 --batch 64 --device cpu --epochs 1 "
+      "--filters 8,16,32 --train-limit 256 --test-limit 127 --workers 1" +
+      test::fashion_mnist_flag());
+  EXPECT_EQ(warmed.exit_code, 0) << warmed.output;
+}
+
 // Kills a background job's whole process group when the test ends, whatever happened.
 struct JobGuard {
   std::filesystem::path pid_file;

@@ -72,6 +72,7 @@ Stepper::Stepper(models::Model model, const TrainOptions& o, torch::Device devic
       sgd_(trainable(model_->parameters()), o.sgd),
       input_nhwc_(input_nhwc),
       dp_devices_(std::move(dp_devices)) {
+  dist_ = dist;
   if (dist) {
     // Every rank starts from rank 0's weights, as DDP's constructor does.
     dist->broadcast_from_rank0(sgd_.flat_params());
@@ -134,6 +135,14 @@ double Stepper::train_loss_so_far() const {
 
 void Stepper::swap_ema() {
   if (ema_) ema_->swap();
+}
+
+void Stepper::sync_buffers() {
+  if (!dist_ || o_.sync_bn) return;  // SyncBatchNorm's statistics are the job's already
+  for (auto& b : model_->buffers()) dist_->broadcast_from_rank0(b);
+  if (!ema_) return;
+  const auto averages = ema_->state();  // the flat weights (equal on every rank), then buffers
+  for (size_t i = 1; i < averages.size(); ++i) dist_->broadcast_from_rank0(averages[i]);
 }
 
 // Full-size batches go through the graph once it is captured; warm-up and short batches run

@@ -77,6 +77,11 @@ class Stepper {
 
   // Evaluation on the EMA weights (when there is an EMA): swaps them in, and back.
   void swap_ema();
+  // DDP without SyncBatchNorm: every rank's BatchNorm statistics (and their averages under --ema)
+  // follow its own shard; this gives every rank rank 0's, the model's that --save and checkpoints
+  // hold, as torch's DDP does before every forward pass.  The trainer calls it after each epoch's
+  // training, so the test pass scores the saved model and a resumed job matches a straight one.
+  void sync_buffers();
 
   // Runs the training and evaluation steps on these full-size batches until their graphs are
   // captured (or once, without graphs), so the first epoch pays no cuDNN plan or capture; then
@@ -109,6 +114,7 @@ class Stepper {
   bool input_nhwc_;
   torch::Tensor loss_sum_, eval_loss_sum_, top1_, top5_, evaluated_;
   std::vector<torch::Device> dp_devices_;
+  Dist* dist_ = nullptr;
   std::unique_ptr<GradReducer> reducer_;
 };
 

@@ -508,7 +508,13 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   if (o.prewarm && val_loader) {  // every step shape once (graphs captured) before epoch 1
     const auto tb = first_full_batch(*train_loader, o.batch);
     const auto eb = first_full_batch(*val_loader, o.batch);
-    if (tb && eb) stepper.warm_up(*tb, *eb);
+    bool warm = tb && eb;
+    if (dist) {  // all ranks or none: the warm-up's training steps all-reduce (shards differ)
+      auto ready = torch::full({1}, warm ? 1.0f : 0.0f, torch::TensorOptions().device(device));
+      dist->all_reduce_sum(ready);
+      warm = ready.item<float>() == static_cast<float>(world.world);
+    }
+    if (warm) stepper.warm_up(*tb, *eb);
     if (device.is_cuda()) torch::cuda::synchronize(device.index());
     setup["steps_ready_s"] = process_seconds();
   }
@@ -578,6 +584,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
       if (device.is_cuda()) torch::cuda::synchronize(device.index());
       const double epoch_train_s = timer.seconds();
       train_seconds += epoch_train_s;
+      stepper.sync_buffers();  // DDP: rank 0's statistics, tested and saved alike
       // torchvision's EMA follows the model during the learning-rate warm-up.
       if (stepper.ema() && epoch + 1 <= o.schedule.warmup_epochs) stepper.ema()->reset();
       if (evaluate) {
