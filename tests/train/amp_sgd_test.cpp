@@ -67,6 +67,22 @@ TEST(FlatSgd, KeepsShapesAndLayoutsAndSkipsOnFoundInf) {
   for (const auto& p : ps) EXPECT_FALSE(p.grad().defined());
 }
 
+// A checkpoint's flat momentum written by a run of the other memory format (a --fast GPU run
+// resumed without it, say) lands on the same values per parameter, both ways.
+TEST(FlatSgd, ReordersAFlatBufferOfTheOtherMemoryFormat) {
+  auto last = make_params(3);  // the conv weight channels-last
+  std::vector<torch::Tensor> plain;
+  for (const auto& p : last) plain.push_back(p.detach().contiguous().clone().requires_grad_());
+  const FlatSgd cl(last, {0.1, 0.9, 0.0, false}), nchw(plain, {0.1, 0.9, 0.0, false});
+  ASSERT_FALSE(torch::equal(cl.flat_params(), nchw.flat_params()));  // the orders differ
+  auto buffer = nchw.flat_params().clone();
+  cl.reorder_from(buffer, /*channels_last=*/false);
+  EXPECT_TRUE(torch::equal(buffer, cl.flat_params()));
+  buffer = cl.flat_params().clone();
+  nchw.reorder_from(buffer, /*channels_last=*/true);
+  EXPECT_TRUE(torch::equal(buffer, nchw.flat_params()));
+}
+
 TEST(GradScaler, InfGradientSkipsStepAndHalvesScale) {
   auto ps = make_params(3);
   FlatSgd sgd(ps, {0.1, 0.9, 0.0, false});

@@ -61,6 +61,21 @@ FlatSgd::FlatSgd(std::vector<torch::Tensor> params, SgdOptions options)
   }
 }
 
+void FlatSgd::reorder_from(torch::Tensor flat, bool channels_last) const {
+  torch::NoGradGuard no_grad;
+  FASTER_CHECK(flat.numel() == flat_.numel(), "reorder_from: a buffer of another size");
+  const auto saved = flat.clone();
+  const auto format =
+      channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto& p = params_[i];
+    if (p.dim() != 4) continue;  // one order only
+    const auto written = torch::empty(p.sizes(), torch::TensorOptions().memory_format(format));
+    flat.as_strided(p.sizes(), p.strides(), offsets_[i])
+        .copy_(saved.as_strided(p.sizes(), written.strides(), offsets_[i]));
+  }
+}
+
 void FlatSgd::set_lr(double lr) {
   lr_.fill_(lr);
 }

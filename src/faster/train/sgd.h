@@ -42,6 +42,10 @@ class FlatSgd {
   const std::vector<torch::Tensor>& params() const { return params_; }
   // Offsets (in elements) of each parameter in the flat buffer.
   const std::vector<int64_t>& offsets() const { return offsets_; }
+  // Reorders `flat`, a buffer like flat_params() but written with every 4-d parameter in
+  // channels-last order (`channels_last`) or contiguous order, into this buffer's order, in place:
+  // for the momentum and the weights' average of a checkpoint made with the other memory format.
+  void reorder_from(torch::Tensor flat, bool channels_last) const;
 
  private:
   std::vector<torch::Tensor> params_;

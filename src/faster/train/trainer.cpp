@@ -477,6 +477,15 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   int64_t step = 0;
   if (!o.resume.empty()) {
     const auto meta = load_checkpoint(o.resume, model.module(), parts, identity);
+    // The momentum and the weights' average are saved flat, in the parameters' memory order: a
+    // checkpoint of the other format (channels-last or not) is reordered into this run's.
+    const auto saved = meta.value("options", nlohmann::json::object());
+    if (saved.contains("channels_last") && saved["channels_last"].is_boolean() &&
+        saved["channels_last"].get<bool>() != o.channels_last) {
+      const bool was = saved["channels_last"].get<bool>();
+      stepper.sgd().reorder_from(stepper.sgd().momentum(), was);
+      if (stepper.ema()) stepper.sgd().reorder_from(stepper.ema()->state()[0], was);
+    }
     start_epoch = meta.value("epochs_done", 0);
     step = meta.value("step", int64_t{0});
     if (start_epoch >= o.epochs)
