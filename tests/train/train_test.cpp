@@ -131,10 +131,10 @@ TEST(Train, InterruptStopsBetweenStepsAndNamesTheCheckpoint) {
   // warning naming them.
   const auto changed =
       test::run_shell(run + " --epochs " + std::to_string(event["epoch"].get<int>() + 2) +
-                      " --lr 0.02 --seed 7 --resume " + (t / "c.ckpt").string());
+                      " --lr 0.02 --min-lr 0.5 --seed 7 --resume " + (t / "c.ckpt").string());
   EXPECT_EQ(changed.exit_code, 0) << changed.output;
-  EXPECT_NE(changed.output.find("lr 0.02 (was 0.05), seed 7 (was 0); training goes on, but not "
-                                "as the uninterrupted run would have"),
+  EXPECT_NE(changed.output.find("lr 0.02 (was 0.05), min_lr 0.5 (was 0.0), seed 7 (was 0); "
+                                "training goes on, but not as the uninterrupted run would have"),
             std::string::npos)
       << changed.output;
 }

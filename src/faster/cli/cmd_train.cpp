@@ -352,6 +352,9 @@ void resolve_flags(TrainFlags& f) {
   auto& o = f.o;
   apply_recipe(f);
   models::validate_thinnet_shape(o.blocks, o.filters);
+  // Flags that only mean something with another: refused rather than ignored.
+  if (!f.lr_steps.empty() && o.schedule.decay != train::LrDecay::kStep)
+    FASTER_USAGE_ERROR("--lr-steps needs --lr-decay step");
   if (!f.lr_steps.empty()) {
     o.schedule.step_epochs = models::parse_int_list(f.lr_steps, "--lr-steps");
     for (int& e : o.schedule.step_epochs) --e;  // 1-based on the command line
@@ -360,6 +363,10 @@ void resolve_flags(TrainFlags& f) {
     train::parse_epoch_range(f.res_ramp, "--res-ramp", o.res.ramp_start, o.res.ramp_end);
     --o.res.ramp_start, --o.res.ramp_end;
   }
+  if (o.res.end_res != 0 && f.res_ramp.empty())
+    FASTER_USAGE_ERROR("--res-end needs --res-ramp A:B, the epochs over which --res becomes it");
+  if (!f.res_ramp.empty() && o.res.end_res == 0)
+    FASTER_USAGE_ERROR("--res-ramp needs --res-end, the resolution it ramps to");
   o.fused = !f.no_fuse;
   if (f.fast) {
     train::apply_fast_mode(o);
@@ -418,11 +425,7 @@ int run_train(TrainFlags& f) {
   if (code != 0)  // per epoch: a bad image is met again in each (the warnings say which)
     std::printf("; bad images skipped %lld times", static_cast<long long>(report.skipped_images()));
   std::printf("\n");
-  if (!f.json.empty()) {
-    std::ofstream out(f.json);
-    out << report.to_json().dump(2) << "\n";
-    if (!out) FASTER_THROW("--json ", f.json, ": cannot write");
-  }
+  if (!f.json.empty()) tools::write_file_atomic(f.json, report.to_json().dump(2) + "\n");
   return code;
 }
 

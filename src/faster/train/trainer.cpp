@@ -113,9 +113,10 @@ void warn_about_changed_options(const nlohmann::json& saved, const nlohmann::jso
   // clang-format off
   static const char* const kKeys[] = {
       "data", "batch", "lr", "lr_per_256", "momentum", "weight_decay", "weight_decay_1d",
-      "nesterov", "warmup_epochs", "lr_decay", "label_smoothing", "ema", "res", "res_end",
-      "crop_scale_min", "translate", "flip", "alternate_flips", "seed", "last_batch", "precision",
-      "recipe", "world_size", "norm", "whiten"};
+      "nesterov", "warmup_epochs", "warmup_start", "lr_decay", "min_lr", "lr_steps", "lr_gamma",
+      "label_smoothing", "ema", "res", "res_end", "res_ramp", "res_step", "crop_scale_min",
+      "translate", "flip", "alternate_flips", "seed", "last_batch", "precision", "recipe",
+      "world_size", "norm", "whiten", "train_limit", "test_limit"};
   // clang-format on
   if (!saved.is_object()) return;
   std::string changed;
@@ -653,10 +654,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
                         (weights_finite ? "" : " and the weights are no longer finite"),
                     "lower --lr (it is " + std::to_string(o.sgd.lr) + "), or use --amp");
       report.epochs.push_back(e);
-      auto entry = e.to_json();
-      entry["event"] = "epoch";
-      log.write(entry);
-      log.chart(o.model + " on " + report.data, report.epochs);
+      // The checkpoint first: a failed write of the metrics must not lose the epoch.
       if (is_main && !o.checkpoint.empty()) {
         auto meta = identity;
         meta["epochs_done"] = epoch + 1;
@@ -672,6 +670,10 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
           if (ec) fs::copy_file(o.checkpoint, kept, fs::copy_options::overwrite_existing);
         }
       }
+      auto entry = e.to_json();
+      entry["event"] = "epoch";
+      log.write(entry);
+      log.chart(o.model + " on " + report.data, report.epochs);
     }
     if (callbacks.on_epoch && is_main) callbacks.on_epoch(report.epochs.back());
   }
