@@ -256,6 +256,18 @@ TEST(Ddp, BadWorldSettingsAndBusyPort) {
   EXPECT_NE(busy.output.find("HINT"), std::string::npos) << busy.output;
   const auto nproc = test::run_faster("train --nproc 2 --device cpu");
   EXPECT_NE(nproc.output.find("--nproc needs --parallel ddp"), std::string::npos) << nproc.output;
+  const auto port0 = test::run_faster_env("MASTER_PORT=70000",
+                                          "train --nproc 2 --parallel ddp "
+                                          "--device cpu");
+  EXPECT_EQ(port0.exit_code, 2) << port0.output;
+  EXPECT_NE(port0.output.find("MASTER_PORT 70000 is not a TCP port"), std::string::npos)
+      << port0.output;
+  // A launcher started with SIGCHLD ignored (some job runners do) still reports a failed rank:
+  // the kernel reaped the ranks and the job ended with 0 before.
+  const auto ignored =
+      test::run_shell("perl -e '$SIG{CHLD}=\"IGNORE\"; exec @ARGV' " + std::string(FASTER_BIN) +
+                      " train --nproc 2 --parallel ddp --device cpu --resume /nonexistent/c.ckpt");
+  EXPECT_NE(ignored.exit_code, 0) << ignored.output;
 }
 
 TEST(Ddp, RunsUnderTorchrunWhenAvailable) {

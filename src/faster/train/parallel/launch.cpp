@@ -2,6 +2,7 @@
 #include "faster/train/parallel/launch.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,9 +27,14 @@ void on_signal(int sig) {
 }
 
 pid_t start_rank(const LaunchOptions& o, int rank, int port) {
+  const pid_t launcher = getpid();
   const pid_t pid = fork();
   if (pid < 0) FASTER_THROW("fork failed: ", std::strerror(errno));
   if (pid > 0) return pid;
+  // A rank ends with its launcher (kill -9 of the launcher left them training), also when that
+  // happened before this line.
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != launcher) _exit(1);
   const auto set = [](const char* k, const std::string& v) { setenv(k, v.c_str(), 1); };
   set("RANK", std::to_string(rank));
   set("LOCAL_RANK", std::to_string(rank));
@@ -86,25 +92,40 @@ std::vector<std::string> without_nproc(const std::vector<std::string>& args) {
 int launch_local(const LaunchOptions& o) {
   check_range("--nproc", o.nproc, 1, 1024);
   const char* env = std::getenv("MASTER_PORT");
-  const int port = env ? std::atoi(env) : free_local_port();
+  int port = 0;
+  if (env && *env) {  // empty: unset, as the ranks read it
+    port = std::atoi(env);
+    if (port < 1 || port > 65535) FASTER_USAGE_ERROR("MASTER_PORT ", env, " is not a TCP port");
+  } else {
+    port = free_local_port();
+  }
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  // Inherited as "ignore", SIGCHLD would let the kernel reap the ranks: waitpid would then fail and
+  // a failed job end with 0.
+  signal(SIGCHLD, SIG_DFL);
   std::vector<pid_t> pids;
   for (int r = 0; r < o.nproc; ++r) pids.push_back(start_rank(o, r, port));
   int running = o.nproc, job_code = 0;
   while (running > 0) {
+    // The signal is looked at before every wait, and the wait is a poll: a signal that came
+    // between two waits is not lost until a rank ends.
+    if (g_signal) {
+      log::warn("launcher: signal ", int(g_signal), ", stopping all ranks");
+      stop_all(pids, o.grace_seconds);
+      return 128 + g_signal;
+    }
     int status = 0;
-    const pid_t pid = waitpid(-1, &status, 0);
+    const pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid == 0 || (pid < 0 && errno == EINTR)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
     if (pid < 0) {
-      if (errno == EINTR && g_signal) {
-        log::warn("launcher: signal ", int(g_signal), ", stopping all ranks");
-        stop_all(pids, o.grace_seconds);
-        return 128 + g_signal;
-      }
-      if (errno == EINTR) continue;
-      break;
+      stop_all(pids, o.grace_seconds);
+      FASTER_THROW("launcher: lost track of its ranks (waitpid: ", std::strerror(errno), ")");
     }
     const auto it = std::find(pids.begin(), pids.end(), pid);
     if (it == pids.end()) continue;
