@@ -60,6 +60,13 @@ TEST(Sampler, RejectsBadSettings) {
   EXPECT_THROW(Sampler(10, {0, 0, 0, true, false}), Error);
   EXPECT_THROW(Sampler(0, {0, 1, 0, true, false}), Error);
   EXPECT_THROW(Sampler(3, {0, 4, 0, true, true}), Error);
+  // Evaluation's uneven split may leave a rank nothing (3 images on 4 ranks): rank 3 scores none,
+  // the others one each; training shards may not be empty.
+  for (int rank = 0; rank < 4; ++rank) {
+    const Sampler s(3, {rank, 4, 0, false, false, /*even=*/false});
+    EXPECT_EQ(s.per_rank(), rank < 3 ? 1 : 0) << rank;
+    EXPECT_EQ(s.indices(0).size(), static_cast<size_t>(s.per_rank())) << rank;
+  }
 }
 
 }  // namespace

@@ -18,7 +18,9 @@ Sampler::Sampler(int64_t size, SamplerOptions options) : size_(size), options_(o
   else
     per_rank_ =
         options.drop_tail ? size / options.world : (size + options.world - 1) / options.world;
-  if (per_rank_ == 0)
+  // An uneven split (evaluation) may leave a rank nothing: it then scores nothing, and the job's
+  // sums count the others'.  Training shards must not be empty.
+  if (per_rank_ == 0 && options.even)
     FASTER_THROW("sampler: ", size, " samples cannot be split over ", options.world, " ranks");
 }
 
