@@ -743,12 +743,22 @@ EvalReport evaluate(const EvalOptions& e) {
   o.decode = e.decode;
   o.val_res = e.val_res;
   o.val_resize = e.val_resize;
-  if (!prefix.empty() && e.val_res == 0) {
-    // A checkpoint knows the resolution it was tested at: its run's --val-res, else its --res.
+  if (!prefix.empty()) {
     const auto run = checkpoint_meta(dict, e.weights).value("options", nlohmann::json::object());
-    const int val_res = run.value("val_res", 0), res = run.value("res", 0);
-    o.val_res = val_res > 0 ? val_res : res;
-    if (e.val_resize == 0) o.val_resize = run.value("val_resize", 0);
+    if (e.val_res == 0) {
+      // A checkpoint knows the resolution it was tested at: its run's --val-res, else its --res.
+      const int val_res = run.value("val_res", 0), res = run.value("res", 0);
+      o.val_res = val_res > 0 ? val_res : res;
+      if (e.val_resize == 0) o.val_resize = run.value("val_resize", 0);
+    }
+    if (run.value("ema", 0.0) > 0)
+      log::warn(e.weights,
+                ": its run tested the average of its weights (--ema), which --save "
+                "writes; a checkpoint's own weights are scored here");
+    if (run.value("tta", false))
+      log::warn(e.weights,
+                ": its run tested with flip TTA (the mean over each image and its "
+                "mirror); eval scores single passes");
   }
   const LoaderPlan plan = plan_loaders(o, d, mo.in_channels, device);
   Stepper stepper(model, o, device, nullptr, {}, models::input_normalization(mo.name),
