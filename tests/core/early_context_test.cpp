@@ -58,9 +58,17 @@ TEST(EarlyContext, ADdpRankUsesItsLocalRankAndTheLauncherNone) {
   EXPECT_EQ(device_for(ddp), -1);  // the launcher starting the ranks
   EXPECT_EQ(device_for(ddp, {{"RANK", "5"}, {"LOCAL_RANK", "1"}, {"WORLD_SIZE", "8"}}), 1);
   EXPECT_EQ(device_for(ddp, {{"RANK", "2"}, {"WORLD_SIZE", "4"}}), 2);  // torchrun, one node
-  EXPECT_EQ(device_for({"train", "--parallel=ddp"},
-                       {{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "3"}}),
-            3);
+  EXPECT_EQ(
+      device_for({"train", "--parallel=ddp"},
+                 {{"SLURM_PROCID", "3"}, {"SLURM_STEP_NUM_TASKS", "4"}, {"SLURM_LOCALID", "3"}}),
+      3);
+  // One GPU visible per task: device 0; a batch script's own shell is no step: none.
+  EXPECT_EQ(device_for(ddp, {{"SLURM_PROCID", "3"},
+                             {"SLURM_STEP_NUM_TASKS", "4"},
+                             {"SLURM_LOCALID", "3"},
+                             {"CUDA_VISIBLE_DEVICES", "5"}}),
+            0);
+  EXPECT_EQ(device_for(ddp, {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}}), -1);
   EXPECT_EQ(device_for({"train", "--parallel", "ddp", "--device", "cpu"}, {{"RANK", "1"}}), -1);
   EXPECT_EQ(device_for({"train", "--parallel", "ddp"}, {{"RANK", "1"}, {"LOCAL_RANK", "x"}}), -1);
   // Empty variables are unset, as the trainer reads them.
@@ -68,7 +76,7 @@ TEST(EarlyContext, ADdpRankUsesItsLocalRankAndTheLauncherNone) {
                              {"WORLD_SIZE", ""},
                              {"LOCAL_RANK", "1"},
                              {"SLURM_PROCID", "2"},
-                             {"SLURM_NTASKS", "4"},
+                             {"SLURM_STEP_NUM_TASKS", "4"},
                              {"SLURM_LOCALID", "2"}}),
             2);
   // DataParallel runs in one process, from the first device.

@@ -15,9 +15,11 @@ class WorldEnv : public ::testing::Test {
   void SetUp() override { clear(); }
   void TearDown() override { clear(); }
   static void clear() {
-    for (const char* k : {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
-                          "MASTER_PORT", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS",
-                          "SLURM_NTASKS_PER_NODE", "SLURM_LAUNCH_NODE_IPADDR", "FASTER_LAUNCHER"})
+    for (const char* k :
+         {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+          "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_NTASKS_PER_NODE",
+          "SLURM_LAUNCH_NODE_IPADDR", "FASTER_LAUNCHER", "SLURM_STEP_NUM_TASKS",
+          "SLURM_STEP_TASKS_PER_NODE", "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_JOB_ID"})
       unsetenv(k);
   }
   static void set(const char* k, const char* v) { setenv(k, v, 1); }
@@ -57,20 +59,52 @@ TEST_F(WorldEnv, Torchrun) {
   EXPECT_FALSE(w.is_main());
 }
 
+// A task of an srun step (the variables srun sets): rank 0 on the step's first node, a port from
+// the job's id (two jobs on a node must not share one).
 TEST_F(WorldEnv, Slurm) {
   set("SLURM_PROCID", "3");
   set("SLURM_LOCALID", "1");
   set("SLURM_NTASKS", "4");
-  set("SLURM_NTASKS_PER_NODE", "2(x2)");
-  set("SLURM_LAUNCH_NODE_IPADDR", "192.0.2.7");
+  set("SLURM_STEP_NUM_TASKS", "4");
+  set("SLURM_STEP_TASKS_PER_NODE", "2(x2)");
+  set("SLURM_STEP_NODELIST", "gpu[07-08]");
+  set("SLURM_LAUNCH_NODE_IPADDR", "192.0.2.7");  // srun's host: maybe a login node
+  set("SLURM_JOB_ID", "123456");
   const auto w = world_from_env();
   EXPECT_EQ(w.source, "slurm");
   EXPECT_EQ(w.rank, 3);
   EXPECT_EQ(w.local_rank, 1);
   EXPECT_EQ(w.world, 4);
   EXPECT_EQ(w.local_world, 2);
-  EXPECT_EQ(w.master_addr, "192.0.2.7");
-  EXPECT_EQ(w.master_port, 29500);
+  EXPECT_EQ(w.master_addr, "gpu07");
+  EXPECT_EQ(w.master_port, 15000 + 3456);
+  set("MASTER_PORT", "29511");  // the user's own wins
+  EXPECT_EQ(world_from_env().master_port, 29511);
+  // Without a node list, srun's host; without a job id, torch's default port.
+  unsetenv("SLURM_STEP_NODELIST");
+  unsetenv("SLURM_JOB_ID");
+  unsetenv("MASTER_PORT");
+  EXPECT_EQ(world_from_env().master_addr, "192.0.2.7");
+  EXPECT_EQ(world_from_env().master_port, 29500);
+}
+
+// An sbatch script's own shell (SLURM_PROCID=0, SLURM_NTASKS=4, no step) is one process, not
+// rank 0 of four that never come.
+TEST_F(WorldEnv, ABatchScriptIsNoStep) {
+  set("SLURM_PROCID", "0");
+  set("SLURM_NTASKS", "4");
+  set("SLURM_JOB_NODELIST", "gnode[10,20,25,37]");
+  EXPECT_EQ(world_from_env().source, "single");
+  EXPECT_FALSE(in_slurm_step());
+}
+
+TEST(SlurmHosts, FirstHostOfAList) {
+  EXPECT_EQ(first_slurm_host("node1"), "node1");
+  EXPECT_EQ(first_slurm_host("node1,node2"), "node1");
+  EXPECT_EQ(first_slurm_host("gpu[03-05,7],cpu1"), "gpu03");
+  EXPECT_EQ(first_slurm_host("gnode[10,20,25,37]"), "gnode10");
+  EXPECT_EQ(first_slurm_host("rack[2]-n[01-4]"), "rack2-n01");
+  EXPECT_EQ(first_slurm_host("bad[1-2"), "");
 }
 
 TEST_F(WorldEnv, InconsistentSettingsNameTheProblem) {

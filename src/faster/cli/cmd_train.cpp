@@ -12,6 +12,7 @@
 #include "faster/models/thinnet.h"
 #include "faster/tools/file_io.h"
 #include "faster/train/parallel/launch.h"
+#include "faster/train/parallel/world.h"
 #include "faster/train/trainer.h"
 
 namespace faster::cli {
@@ -382,8 +383,10 @@ int run_train(TrainFlags& f) {
   resolve_flags(f);
   if (f.nproc != 0) {
     if (o.parallel != train::Parallel::kDdp) FASTER_USAGE_ERROR("--nproc needs --parallel ddp");
-    if (std::getenv("RANK") || std::getenv("SLURM_PROCID"))
-      FASTER_THROW("--nproc given inside an already launched job (RANK or SLURM_PROCID is set)");
+    if (std::getenv("RANK") || train::in_slurm_step())
+      FASTER_THROW(
+          "--nproc given inside an already launched job (RANK is set, or this is a task "
+          "of an srun step)");
     train::validate(o);  // once here, not once per rank
     train::LaunchOptions lo;
     lo.nproc = f.nproc;

@@ -84,8 +84,12 @@ int ddp_local_rank(const EnvLookup& env) {
   };
   if (set("RANK") || set("WORLD_SIZE"))
     return ordinal_of(set("LOCAL_RANK") ? set("LOCAL_RANK") : set("RANK"));
-  if (set("SLURM_PROCID") && set("SLURM_NTASKS"))
+  if (set("SLURM_PROCID") && set("SLURM_STEP_NUM_TASKS")) {  // a task of an srun step
+    // One device visible per task (--gpus-per-task=1): that one, as the trainer picks it.
+    const char* visible = set("CUDA_VISIBLE_DEVICES");
+    if (visible && !std::strchr(visible, ',')) return 0;
     return set("SLURM_LOCALID") ? ordinal_of(set("SLURM_LOCALID")) : 0;
+  }
   return -1;
 }
 

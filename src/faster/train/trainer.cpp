@@ -175,13 +175,15 @@ std::unique_ptr<Dist> join_job(const TrainOptions& o, WorldInfo& world, torch::D
   world = world_from_env();
   if (device.is_cuda()) {
     const int n = cuda_device_count();
-    if (world.local_rank >= n)
+    // One device visible per task (Slurm's --gpus-per-task=1 binds each its own): that one.
+    const int index = n == 1 ? 0 : world.local_rank;
+    if (index >= n)
       throw Error("rank " + std::to_string(world.rank) + " has local rank " +
                       std::to_string(world.local_rank) + " but only " + std::to_string(n) +
                       " CUDA device(s) are visible",
                   "start at most " + std::to_string(n) +
                       " ranks per node (--nproc, torchrun --nproc-per-node)");
-    device = torch::Device(torch::kCUDA, world.local_rank);
+    device = torch::Device(torch::kCUDA, index);
     c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).setDevice(device);
   }
   return Dist::connect(world, device, std::chrono::seconds(o.dist_timeout_s));

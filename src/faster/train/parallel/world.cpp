@@ -48,6 +48,31 @@ void check(const WorldInfo& w) {
 
 }  // namespace
 
+bool in_slurm_step() {
+  return env("SLURM_PROCID") && env("SLURM_STEP_NUM_TASKS");
+}
+
+std::string first_slurm_host(const std::string& nodelist) {
+  // The first entry at bracket depth 0: "gpu[03-05,7],cpu1" -> "gpu[03-05,7]".
+  size_t end = 0;
+  for (int depth = 0; end < nodelist.size(); ++end) {
+    if (nodelist[end] == '[') ++depth;
+    if (nodelist[end] == ']') --depth;
+    if (nodelist[end] == ',' && depth == 0) break;
+  }
+  std::string host = nodelist.substr(0, end);
+  // Each bracket's first number, digits as written (zero padding is the name's): "r[2]-n[01-4]"
+  // -> "r2-n01".
+  for (size_t open; (open = host.find('[')) != std::string::npos;) {
+    const auto close = host.find(']', open);
+    if (close == std::string::npos) return "";
+    const std::string ranges = host.substr(open + 1, close - open - 1);
+    host = host.substr(0, open) + ranges.substr(0, ranges.find_first_of("-,")) +
+           host.substr(close + 1);
+  }
+  return host;
+}
+
 WorldInfo world_from_env() {
   WorldInfo w;
   if (env("RANK") || env("WORLD_SIZE")) {
@@ -60,22 +85,31 @@ WorldInfo world_from_env() {
       FASTER_THROW(
           "RANK/WORLD_SIZE are set but MASTER_ADDR or MASTER_PORT is not (launch with "
           "torchrun, 'faster train --nproc N', or set all four)");
-  } else if (env("SLURM_PROCID") && env("SLURM_NTASKS")) {
+  } else if (in_slurm_step()) {
     w.source = "slurm";
     w.rank = env_int("SLURM_PROCID", 0, true);
-    w.world = env_int("SLURM_NTASKS", 1, true);
+    w.world = env_int("SLURM_STEP_NUM_TASKS", 1, true);
     w.local_rank = env_int("SLURM_LOCALID", 0);
-    // SLURM_NTASKS_PER_NODE may read "4(x2)"; strtol takes the leading count.
-    const char* per_node = env("SLURM_NTASKS_PER_NODE");
+    // Tasks on this node: "4(x2)" or "2,1" reads as its leading count (atoi stops there).
+    const char* per_node = env("SLURM_STEP_TASKS_PER_NODE");
+    if (!per_node) per_node = env("SLURM_NTASKS_PER_NODE");
     w.local_world = per_node ? std::atoi(per_node) : w.world;
     if (w.local_world < 1) w.local_world = w.world;
-    if (const char* host = env("SLURM_LAUNCH_NODE_IPADDR")) w.master_addr = host;
+    // Rank 0 runs on the step's first node (srun's own host may be a login node running none).
+    const char* nodes = env("SLURM_STEP_NODELIST");
+    if (!nodes) nodes = env("SLURM_JOB_NODELIST");
+    if (nodes && !first_slurm_host(nodes).empty())
+      w.master_addr = first_slurm_host(nodes);
+    else if (const char* host = env("SLURM_LAUNCH_NODE_IPADDR"))
+      w.master_addr = host;
   } else {
     w.master_port = free_local_port();
     return w;
   }
   if (const char* addr = env("MASTER_ADDR")) w.master_addr = addr;
-  w.master_port = env_int("MASTER_PORT", 29500);
+  // Jobs sharing a node must not share a port: under Slurm the default follows the job's id.
+  const int job = w.source == "slurm" ? env_int("SLURM_JOB_ID", -1) : -1;
+  w.master_port = env_int("MASTER_PORT", job >= 0 ? 15000 + job % 10000 : 29500);
   check(w);
   return w;
 }

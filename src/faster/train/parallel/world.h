@@ -1,6 +1,7 @@
 // Who this process is in a distributed job, read from the environment that launched it: our own
 // launcher or torchrun (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT)
-// or Slurm (SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS, SLURM_NTASKS_PER_NODE).
+// or a Slurm job step (SLURM_PROCID, SLURM_LOCALID, SLURM_STEP_NUM_TASKS,
+// SLURM_STEP_TASKS_PER_NODE, SLURM_STEP_NODELIST, SLURM_JOB_ID).
 #pragma once
 
 #include <string>
@@ -22,5 +23,12 @@ WorldInfo world_from_env();
 
 // A TCP port on 127.0.0.1 that nothing listens on right now.
 int free_local_port();
+
+// Whether this process is a task of a Slurm job step (srun sets SLURM_STEP_NUM_TASKS; a batch
+// script's own shell has SLURM_PROCID and SLURM_NTASKS but is no step of many tasks).
+bool in_slurm_step();
+
+// The first host of a Slurm host list ("gpu[03-05,7],cpu1" -> "gpu03"); empty if malformed.
+std::string first_slurm_host(const std::string& nodelist);
 
 }  // namespace faster::train
