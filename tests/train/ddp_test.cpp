@@ -262,6 +262,12 @@ TEST(Ddp, BadWorldSettingsAndBusyPort) {
   EXPECT_EQ(port0.exit_code, 2) << port0.output;
   EXPECT_NE(port0.output.find("MASTER_PORT 70000 is not a TCP port"), std::string::npos)
       << port0.output;
+  const auto iface = test::run_faster_env("GLOO_SOCKET_IFNAME=nosuch0",
+                                          "train --nproc 2 --parallel ddp --device cpu" + kSmall);
+  EXPECT_NE(iface.exit_code, 0);
+  EXPECT_NE(iface.output.find("GLOO_SOCKET_IFNAME=nosuch0: no such network interface"),
+            std::string::npos)
+      << iface.output;
   // A launcher started with SIGCHLD ignored (some job runners do) still reports a failed rank:
   // the kernel reaped the ranks and the job ended with 0 before.
   const auto ignored =

@@ -1,6 +1,8 @@
 // Dist: TCPStore rendezvous and the Gloo group (NCCL comes from dist_nccl_cuda.cpp).
 #include "faster/train/parallel/dist.h"
 
+#include <cstdlib>
+
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -90,9 +92,21 @@ std::unique_ptr<Dist> Dist::connect(const WorldInfo& w, torch::Device device,
     return std::make_unique<C10dDist>(w, store, group, "nccl");
   }
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-  options->devices.push_back(is_loopback(w.master_addr)
-                                 ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-                                 : c10d::ProcessGroupGloo::createDefaultDevice());
+  // GLOO_SOCKET_IFNAME names the network interface, as in PyTorch (whose Python side reads it): a
+  // host whose name resolves to a loopback address would otherwise offer that to its peers.
+  const char* iface = std::getenv("GLOO_SOCKET_IFNAME");
+  if (iface && *iface) {
+    try {
+      options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(iface));
+    } catch (const std::exception&) {
+      throw Error(std::string("GLOO_SOCKET_IFNAME=") + iface + ": no such network interface",
+                  "'ip -brief address' lists this host's interfaces");
+    }
+  } else {
+    options->devices.push_back(is_loopback(w.master_addr)
+                                   ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                                   : c10d::ProcessGroupGloo::createDefaultDevice());
+  }
   options->threads = 2;
   C10dGroup group = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, w.rank, w.world, options);
   return std::make_unique<C10dDist>(w, store, group, "gloo");

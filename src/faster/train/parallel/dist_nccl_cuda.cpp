@@ -1,5 +1,6 @@
-// make_nccl_group on CUDA: ProcessGroupNCCL with a timeout, blocking wait so a dead peer surfaces
-// as an exception in wait() instead of a hang.
+// make_nccl_group on CUDA: ProcessGroupNCCL with a timeout and asynchronous error handling, so
+// that its watchdog ends the process when a collective outlives the timeout (a dead peer) instead
+// of hanging.
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 
 #include <cstdlib>
