@@ -19,6 +19,9 @@ TEST(FileIo, AtomicWriteReplacesAndLeavesNoTemporary) {
   write_file_atomic(target, std::string("first"));
   write_file_atomic(target, std::string("second"));
   EXPECT_EQ(test::read_file(target), "second");
+  const std::string third = "third";  // durable (checkpoints): synced, the same result
+  write_file_atomic(target, reinterpret_cast<const uint8_t*>(third.data()), third.size(), {}, true);
+  EXPECT_EQ(test::read_file(target), "third");
   EXPECT_EQ(temp_path_for(target), tmp / ".out.JPEG.faster-tmp");
   EXPECT_FALSE(fs::exists(temp_path_for(target)));
   EXPECT_TRUE(is_temp_name(".out.JPEG.faster-tmp"));

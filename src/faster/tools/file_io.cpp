@@ -61,7 +61,7 @@ bool is_temp_name(const std::string& name) {
 }
 
 void write_file_atomic(const fs::path& final_path, const uint8_t* data, size_t size,
-                       const std::function<void(const struct stat&)>& before_rename) {
+                       const std::function<void(const struct stat&)>& before_rename, bool durable) {
   const fs::path temp = temp_path_for(final_path);
   // A leftover temporary (or anything planted under its name) is removed rather than followed.
   ::unlink(temp.c_str());
@@ -69,6 +69,8 @@ void write_file_atomic(const fs::path& final_path, const uint8_t* data, size_t s
   if (fd.get() < 0) FASTER_THROW("cannot write ", final_path.string(), ": ", errno_text(errno));
   try {
     write_all(fd.get(), data, size, final_path);
+    if (durable && ::fsync(fd.get()) != 0)
+      FASTER_THROW("cannot write ", final_path.string(), ": ", errno_text(errno));
     struct stat st;
     if (before_rename && ::fstat(fd.get(), &st) != 0)
       FASTER_THROW("cannot stat ", temp.string(), ": ", errno_text(errno));
@@ -78,6 +80,12 @@ void write_file_atomic(const fs::path& final_path, const uint8_t* data, size_t s
     if (::rename(temp.c_str(), final_path.c_str()) != 0)
       FASTER_THROW("cannot rename ", temp.string(), " to ", final_path.filename().string(), ": ",
                    errno_text(errno));
+    if (durable) {  // the rename itself: the folder's entry (best effort: some filesystems refuse)
+      const auto parent =
+          final_path.parent_path().empty() ? fs::path(".") : final_path.parent_path();
+      Fd dir(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (dir.get() >= 0) ::fsync(dir.get());
+    }
   } catch (...) {
     ::unlink(temp.c_str());
     throw;

@@ -22,8 +22,12 @@ bool is_temp_name(const std::string& file_name);
 // removed, whatever was under final_path before is untouched, and faster::Error names the path
 // and the system's reason (for example "No space left on device").  `before_rename`, if given,
 // sees the complete temporary's stat just before the rename (an exception from it cancels).
+// `durable`: the data reaches the disk before the rename, and the rename after it (fsync of the
+// file, then of its folder), so a power loss leaves the old file or the new one, not an empty one
+// under the new name; for checkpoints, not for the many small files of the dataset tools.
 void write_file_atomic(const std::filesystem::path& final_path, const uint8_t* data, size_t size,
-                       const std::function<void(const struct stat&)>& before_rename = {});
+                       const std::function<void(const struct stat&)>& before_rename = {},
+                       bool durable = false);
 inline void write_file_atomic(const std::filesystem::path& final_path, const std::string& text) {
   write_file_atomic(final_path, reinterpret_cast<const uint8_t*>(text.data()), text.size());
 }

@@ -32,7 +32,8 @@ torch::Tensor own(const torch::Tensor& t) {
 
 void write_dict(const fs::path& path, const c10::Dict<std::string, torch::Tensor>& dict) {
   const auto bytes = torch::pickle_save(dict);
-  tools::write_file_atomic(path, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  tools::write_file_atomic(path, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), {},
+                           /*durable=*/true);
 }
 
 }  // namespace
