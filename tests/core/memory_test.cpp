@@ -78,9 +78,9 @@ TEST_F(AvailableMemory, CgroupV1WithoutALimitAndAGroupReadAtTheMountsRoot) {
   EXPECT_EQ(available(), 4 * kGiB);
 }
 
-TEST_F(AvailableMemory, UnknownIsZeroAndAGroupAloneIsItsRoom) {
+TEST_F(AvailableMemory, UnknownIsNegativeAndAGroupAloneIsItsRoom) {
   fs::remove(dir_.path() / "proc/meminfo");
-  EXPECT_EQ(available(), 0);
+  EXPECT_EQ(available(), -1);  // unknown, not "none left" (which refuses a CPU run)
   write("proc/self/cgroup", "0::/job\n");
   write("cgroup/job/memory.max", std::to_string(2 * kGiB));
   write("cgroup/job/memory.current", std::to_string(kGiB));

@@ -167,9 +167,11 @@ TEST(Ddp, TestScoresAreTheSavedModelsAndTheWarmUpAgrees) {
   const auto scored = nlohmann::json::parse(test::read_file(d / "eval.json"));
   const auto& last = report["epochs"].back();
   // The same 10,000 images and weights; only the batches differ (float sums in another order).
-  EXPECT_NEAR(last["test_accuracy"].get<double>(), scored["top1"].get<double>(), 0.011);
-  EXPECT_NEAR(last["test_top5"].get<double>(), scored["top5"].get<double>(), 0.011);
-  EXPECT_NEAR(last["test_loss"].get<double>(), scored["loss"].get<double>(), 1e-4);
+  // Per image the logits match to float rounding (BatchNorm in eval mode is batch-independent): the
+  // mean loss to 2e-5 (the ranks' mixed statistics moved it by 2e-4), top-1/top-5 to 2 images.
+  EXPECT_NEAR(last["test_accuracy"].get<double>(), scored["top1"].get<double>(), 0.021);
+  EXPECT_NEAR(last["test_top5"].get<double>(), scored["top5"].get<double>(), 0.021);
+  EXPECT_NEAR(last["test_loss"].get<double>(), scored["loss"].get<double>(), 2e-5);
 
   const auto warmed = test::run_faster(
       "train --recipe speedrun --parallel ddp --nproc 2 --batch 64 --device cpu --epochs 1 "
@@ -262,10 +264,10 @@ TEST(Ddp, BadWorldSettingsAndBusyPort) {
   EXPECT_EQ(port0.exit_code, 2) << port0.output;
   EXPECT_NE(port0.output.find("MASTER_PORT 70000 is not a TCP port"), std::string::npos)
       << port0.output;
-  const auto iface = test::run_faster_env("GLOO_SOCKET_IFNAME=nosuch0",
+  const auto iface = test::run_faster_env("GLOO_SOCKET_IFNAME=lo,nosuch0",
                                           "train --nproc 2 --parallel ddp --device cpu" + kSmall);
   EXPECT_NE(iface.exit_code, 0);
-  EXPECT_NE(iface.output.find("GLOO_SOCKET_IFNAME=nosuch0: no such network interface"),
+  EXPECT_NE(iface.output.find("GLOO_SOCKET_IFNAME: cannot use network interface nosuch0"),
             std::string::npos)
       << iface.output;
   // A launcher started with SIGCHLD ignored (some job runners do) still reports a failed rank:

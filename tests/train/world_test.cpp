@@ -98,6 +98,34 @@ TEST_F(WorldEnv, ABatchScriptIsNoStep) {
   EXPECT_FALSE(in_slurm_step());
 }
 
+TEST_F(WorldEnv, SlurmTasksPerNodeAndLargeJobIds) {
+  set("SLURM_PROCID", "2");
+  set("SLURM_LOCALID", "1");
+  set("SLURM_STEP_NUM_TASKS", "4");
+  set("SLURM_STEP_TASKS_PER_NODE", "1,3");  // node 1 runs three
+  set("SLURM_NODEID", "1");
+  set("SLURM_JOB_ID", "40123456");  // ids run past 16 million
+  const auto w = world_from_env();
+  EXPECT_EQ(w.local_world, 3);
+  EXPECT_EQ(w.master_port, 15000 + 3456);
+  unsetenv("SLURM_NODEID");
+  // A one-task step (srun --pty bash) is one process, --nproc may start ranks there.
+  set("SLURM_STEP_NUM_TASKS", "1");
+  EXPECT_FALSE(in_slurm_step());
+  EXPECT_EQ(world_from_env().source, "single");
+}
+
+TEST(SlurmTasks, PerNodeListsExpand) {
+  EXPECT_EQ(tasks_on_node("4", 0), 4);
+  EXPECT_EQ(tasks_on_node("2(x3),1", 0), 2);
+  EXPECT_EQ(tasks_on_node("2(x3),1", 2), 2);
+  EXPECT_EQ(tasks_on_node("2(x3),1", 3), 1);
+  EXPECT_EQ(tasks_on_node("2(x3),1", 4), -1);  // no such node
+  EXPECT_EQ(tasks_on_node("1,3", 1), 3);
+  for (const char* bad : {"", "x", "2(x", "2(x0)", "2;3"})
+    EXPECT_EQ(tasks_on_node(bad, 0), -1) << bad;
+}
+
 TEST(SlurmHosts, FirstHostOfAList) {
   EXPECT_EQ(first_slurm_host("node1"), "node1");
   EXPECT_EQ(first_slurm_host("node1,node2"), "node1");

@@ -383,7 +383,8 @@ int run_train(TrainFlags& f) {
   resolve_flags(f);
   if (f.nproc != 0) {
     if (o.parallel != train::Parallel::kDdp) FASTER_USAGE_ERROR("--nproc needs --parallel ddp");
-    if (std::getenv("RANK") || train::in_slurm_step())
+    const char* rank = std::getenv("RANK");
+    if ((rank && *rank) || train::in_slurm_step())
       FASTER_THROW(
           "--nproc given inside an already launched job (RANK is set, or this is a task "
           "of an srun step)");

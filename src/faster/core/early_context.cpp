@@ -12,6 +12,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "faster/core/launch_env.h"
+
 namespace faster {
 namespace {
 
@@ -75,22 +77,19 @@ const char* flag_value(int argc, const char* const* argv, const char* flag) {
   return value;
 }
 
-// A DDP rank's device is its local rank (the trainer's join_job, world_from_env); the launcher
-// that starts the ranks (no rank in its environment) makes no context itself.
-int ddp_local_rank(const EnvLookup& env) {
-  const auto set = [&env](const char* name) -> const char* {
-    const char* v = env(name);
-    return v && *v ? v : nullptr;
-  };
-  if (set("RANK") || set("WORLD_SIZE"))
-    return ordinal_of(set("LOCAL_RANK") ? set("LOCAL_RANK") : set("RANK"));
-  if (set("SLURM_PROCID") && set("SLURM_STEP_NUM_TASKS")) {  // a task of an srun step
-    // One device visible per task (--gpus-per-task=1): that one, as the trainer picks it.
-    const char* visible = set("CUDA_VISIBLE_DEVICES");
-    if (visible && !std::strchr(visible, ',')) return 0;
-    return set("SLURM_LOCALID") ? ordinal_of(set("SLURM_LOCALID")) : 0;
+// A DDP rank's device, as the trainer's join_job picks it: its local rank (LOCAL_RANK, else
+// RANK; SLURM_LOCALID in a Slurm step), device 0 where a Slurm task sees one GPU.  -1 for the
+// launcher that starts the ranks (--nproc without a rank in its environment); a world of one
+// without any runs on --device.
+int ddp_device(const EnvLookup& env, int argc, const char* const* argv, int device) {
+  using launch_env::get;
+  if (get(env, "RANK") || get(env, "WORLD_SIZE"))
+    return ordinal_of(get(env, "LOCAL_RANK") ? get(env, "LOCAL_RANK") : get(env, "RANK"));
+  if (launch_env::in_slurm_step(env)) {
+    if (launch_env::one_gpu_per_task(env)) return 0;
+    return get(env, "SLURM_LOCALID") ? ordinal_of(get(env, "SLURM_LOCALID")) : 0;
   }
-  return -1;
+  return flag_value(argc, argv, "--nproc") ? -1 : device;
 }
 
 // The library's constructor: the dynamic loader passes it main()'s arguments (a glibc extension).
@@ -136,7 +135,8 @@ int early_context_device(int argc, const char* const* argv, const EnvLookup& env
     ordinal = ordinal_of(device + 5);
   }
   const char* parallel = flag_value(argc, argv, "--parallel");
-  if (ordinal >= 0 && parallel && std::strcmp(parallel, "ddp") == 0) ordinal = ddp_local_rank(env);
+  if (ordinal >= 0 && parallel && std::strcmp(parallel, "ddp") == 0)
+    ordinal = ddp_device(env, argc, argv, ordinal);
   return ordinal;
 }
 

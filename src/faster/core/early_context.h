@@ -18,12 +18,13 @@ using EnvLookup = std::function<const char*(const char*)>;
 
 // The CUDA device (an ordinal among the visible ones) the command line will use first, where the
 // command makes a CUDA context itself (train, eval, load but not load --decode-only) and its flags
-// and environment say which device before they are parsed: --device (auto and cuda are device 0),
-// LOCAL_RANK or SLURM_LOCALID for a DDP rank (empty variables count as unset, as the trainer
-// reads them).  -1 for none or not known: another command, a CPU --device, --help, a DDP launcher
-// that starts the ranks, CUDA_INJECTION64_PATH set (a profiler's library, which the driver loads
-// while LibTorch's constructors still run), FASTER_EARLY_CONTEXT other than 1 (0 or unset) where
-// `on_by_default` is false, or FASTER_EARLY_CONTEXT=0.
+// and environment say which device before they are parsed, as the trainer will decide it:
+// --device (auto and cuda are device 0); with --parallel ddp a rank's local rank (LOCAL_RANK, else
+// RANK; SLURM_LOCALID in a Slurm step, device 0 where its task sees one GPU:
+// core/launch_env.h).  -1 for none or not known: another command, a CPU --device, --help, the DDP
+// launcher that starts the ranks (--nproc, no rank in its environment), CUDA_INJECTION64_PATH set
+// (a profiler's library, which the driver loads while LibTorch's constructors still run), or
+// FASTER_EARLY_CONTEXT other than 1 (unset: `on_by_default`).
 int early_context_device(int argc, const char* const* argv, const EnvLookup& env,
                          bool on_by_default);
 

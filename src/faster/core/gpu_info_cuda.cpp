@@ -1,6 +1,7 @@
 // gpu_info for CUDA builds: runtime, driver, cuDNN and NCCL versions and each visible GPU.
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/detail/CUDAHooksInterface.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime.h>
 #include <torch/csrc/cuda/nccl.h>
 
@@ -28,12 +29,8 @@ void set_gpu_wait(int device, GpuWait wait) {
   if (wait == GpuWait::kSpin) flag = cudaDeviceScheduleSpin;
   if (wait == GpuWait::kYield) flag = cudaDeviceScheduleYield;
   if (wait == GpuWait::kBlock) flag = cudaDeviceScheduleBlockingSync;
-  int current = 0;
-  FASTER_CHECK_CUDA(cudaGetDevice(&current), "cudaGetDevice");
-  FASTER_CHECK_CUDA(cudaSetDevice(device), "cudaSetDevice");
-  const cudaError_t set = cudaSetDeviceFlags(flag);
-  FASTER_CHECK_CUDA(cudaSetDevice(current), "cudaSetDevice");
-  FASTER_CHECK_CUDA(set, "--gpu-wait (cudaSetDeviceFlags)");
+  const c10::cuda::CUDAGuard on(static_cast<c10::DeviceIndex>(device));  // the flag is per device
+  FASTER_CHECK_CUDA(cudaSetDeviceFlags(flag), "--gpu-wait");
 }
 
 nlohmann::json gpu_info() {

@@ -77,7 +77,9 @@ int64_t room_v1(const std::string& dir) {
 }  // namespace
 
 int64_t available_memory_bytes(const MemoryFiles& files) {
-  const int64_t available = value_of(key_values(files.proc + "/meminfo"), "MemAvailable:") * 1024;
+  const auto meminfo = key_values(files.proc + "/meminfo");
+  const auto it = meminfo.find("MemAvailable:");
+  const int64_t available = it == meminfo.end() ? -1 : it->second * 1024;
   // /proc/self/cgroup: "0::PATH" for v2, "N:CONTROLLERS:PATH" for each v1 hierarchy.
   int64_t in_group = -1;
   std::ifstream groups(files.proc + "/self/cgroup");
@@ -93,7 +95,7 @@ int64_t available_memory_bytes(const MemoryFiles& files) {
     if (r >= 0) in_group = in_group < 0 ? r : std::min(in_group, r);
   }
   if (in_group < 0) return available;
-  return available > 0 ? std::min(available, in_group) : in_group;
+  return available >= 0 ? std::min(available, in_group) : in_group;
 }
 
 }  // namespace faster

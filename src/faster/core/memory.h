@@ -19,7 +19,8 @@ struct MemoryFiles {
 // (the lower of memory.limit_in_bytes and memory.stat's hierarchical_memory_limit,
 // memory.usage_in_bytes, memory.stat's total_active_file and total_inactive_file); a group path
 // that is not under the mount (a container's own cgroup namespace, or Docker's v1 mount of the
-// container's group) is read at the mount's root.  In bytes; 0 when unknown.
+// container's group) is read at the mount's root.  In bytes (0: none left); -1 when unknown.  A v1
+// group's room is its limit less its own use: siblings under a shared parent limit are not seen.
 int64_t available_memory_bytes(const MemoryFiles& files = {});
 
 }  // namespace faster

@@ -239,6 +239,14 @@ void validate(const TrainOptions& o) {
     FASTER_THROW("--cuda-graph needs a CUDA build of faster");
 }
 
+namespace {
+// Epochs as the command line numbers them.
+std::vector<int> one_based(std::vector<int> epochs) {
+  for (int& e : epochs) ++e;
+  return epochs;
+}
+}  // namespace
+
 nlohmann::json options_json(const TrainOptions& o) {
   const nlohmann::json cpu_share =
       o.cpu_share.adapt ? nlohmann::json("auto") : nlohmann::json(o.cpu_share.value);
@@ -260,13 +268,13 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"warmup_start", o.schedule.warmup_start},
           {"lr_decay", enum_name(kLrDecayNames, o.schedule.decay)},
           {"min_lr", o.schedule.min_lr},
-          {"lr_steps", o.schedule.step_epochs},  // 0-based
+          {"lr_steps", one_based(o.schedule.step_epochs)},
           {"lr_gamma", o.schedule.step_gamma},
           {"label_smoothing", o.label_smoothing},
           {"ema", o.ema_decay},
           {"res", o.res.res},
           {"res_end", o.res.end_res},
-          {"res_ramp", {o.res.ramp_start, o.res.ramp_end}},  // 0-based
+          {"res_ramp", one_based({o.res.ramp_start, o.res.ramp_end})},
           {"res_step", o.res.step},
           {"train_limit", o.train_limit},
           {"test_limit", o.test_limit},

@@ -17,6 +17,7 @@
 #include "faster/core/error.h"
 #include "faster/core/gpu_info.h"
 #include "faster/core/interrupt.h"
+#include "faster/core/launch_env.h"
 #include "faster/core/line_chart.h"
 #include "faster/core/log.h"
 #include "faster/core/memory.h"
@@ -116,7 +117,7 @@ void warn_about_changed_options(const nlohmann::json& saved, const nlohmann::jso
       "nesterov", "warmup_epochs", "warmup_start", "lr_decay", "min_lr", "lr_steps", "lr_gamma",
       "label_smoothing", "ema", "res", "res_end", "res_ramp", "res_step", "crop_scale_min",
       "translate", "flip", "alternate_flips", "seed", "last_batch", "precision", "recipe",
-      "world_size", "norm", "whiten", "train_limit", "test_limit"};
+      "world_size", "norm", "whiten", "train_limit"};
   // clang-format on
   if (!saved.is_object()) return;
   std::string changed;
@@ -142,7 +143,7 @@ void check_cpu_memory(const std::string& model, int64_t batch, int64_t width, in
   const int64_t pixels = width * height;
   const auto m = models::cpu_train_memory(model);
   const int64_t available = available_memory_bytes();
-  if (m.per_image_224_bytes == 0 || available <= 0) return;
+  if (m.per_image_224_bytes == 0 || available < 0) return;  // unknown: nothing to go by
   const double per_image = static_cast<double>(m.per_image_224_bytes) * pixels / (224.0 * 224.0);
   const double need = ranks * (static_cast<double>(m.fixed_bytes) + per_image * batch);
   if (need <= static_cast<double>(available)) return;
@@ -169,14 +170,18 @@ void to_channels_last(torch::nn::Module& m) {
     if (p.dim() == 4) p.set_data(p.data().contiguous(torch::MemoryFormat::ChannelsLast));
 }
 
-// The process's place in a DDP job and its device (cuda:LOCAL_RANK); a world of one otherwise.
+// The process's place in a DDP job and its device (its local rank's; the one a Slurm task sees);
+// a world of one otherwise.
 std::unique_ptr<Dist> join_job(const TrainOptions& o, WorldInfo& world, torch::Device& device) {
   if (o.parallel != Parallel::kDdp) return nullptr;
   world = world_from_env();
   if (device.is_cuda()) {
     const int n = cuda_device_count();
-    // One device visible per task (Slurm's --gpus-per-task=1 binds each its own): that one.
-    const int index = n == 1 ? 0 : world.local_rank;
+    // A Slurm task that sees one GPU (--gpus-per-task 1) uses it (core/launch_env.h); every other
+    // rank uses its local rank's.
+    const bool own_gpu =
+        launch_env::one_gpu_per_task([](const char* name) { return std::getenv(name); });
+    const int index = own_gpu ? 0 : world.local_rank;
     if (index >= n)
       throw Error("rank " + std::to_string(world.rank) + " has local rank " +
                       std::to_string(world.local_rank) + " but only " + std::to_string(n) +

@@ -2,6 +2,8 @@
 #include "faster/train/parallel/dist.h"
 
 #include <cstdlib>
+#include <sstream>
+#include <string>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -92,21 +94,28 @@ std::unique_ptr<Dist> Dist::connect(const WorldInfo& w, torch::Device device,
     return std::make_unique<C10dDist>(w, store, group, "nccl");
   }
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-  // GLOO_SOCKET_IFNAME names the network interface, as in PyTorch (whose Python side reads it): a
-  // host whose name resolves to a loopback address would otherwise offer that to its peers.
-  const char* iface = std::getenv("GLOO_SOCKET_IFNAME");
-  if (iface && *iface) {
-    try {
-      options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(iface));
-    } catch (const std::exception&) {
-      throw Error(std::string("GLOO_SOCKET_IFNAME=") + iface + ": no such network interface",
-                  "'ip -brief address' lists this host's interfaces");
+  // GLOO_SOCKET_IFNAME names the network interfaces, comma-separated, as PyTorch reads it (its
+  // bindings, not LibTorch's C++ group): a host whose name resolves to a loopback address would
+  // otherwise offer that to its peers.
+  const char* ifaces = std::getenv("GLOO_SOCKET_IFNAME");
+  if (ifaces && *ifaces) {
+    std::stringstream list(ifaces);
+    for (std::string iface; std::getline(list, iface, ',');) {
+      if (iface.empty()) continue;
+      try {
+        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(iface));
+      } catch (const std::exception& e) {
+        const std::string why = e.what();
+        throw Error("GLOO_SOCKET_IFNAME: cannot use network interface " + iface + ": " +
+                        why.substr(0, why.find('\n')),
+                    "'ip -brief address' lists this host's interfaces and their addresses");
+      }
     }
-  } else {
+  }
+  if (options->devices.empty())
     options->devices.push_back(is_loopback(w.master_addr)
                                    ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
                                    : c10d::ProcessGroupGloo::createDefaultDevice());
-  }
   options->threads = 2;
   C10dGroup group = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, w.rank, w.world, options);
   return std::make_unique<C10dDist>(w, store, group, "gloo");

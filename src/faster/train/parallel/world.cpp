@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "faster/core/error.h"
+#include "faster/core/launch_env.h"
 
 namespace faster::train {
 namespace {
@@ -49,7 +50,29 @@ void check(const WorldInfo& w) {
 }  // namespace
 
 bool in_slurm_step() {
-  return env("SLURM_PROCID") && env("SLURM_STEP_NUM_TASKS");
+  return launch_env::in_slurm_step([](const char* name) { return std::getenv(name); });
+}
+
+int tasks_on_node(const std::string& per_node, int node) {
+  // "2(x3),1": counts, each repeated (xN) times; -1 where malformed or too short.
+  size_t at = 0;
+  for (int seen = 0; at < per_node.size();) {
+    char* end = nullptr;
+    const long count = std::strtol(per_node.c_str() + at, &end, 10);
+    if (end == per_node.c_str() + at || count < 1) return -1;
+    at = static_cast<size_t>(end - per_node.c_str());
+    long times = 1;
+    if (per_node.compare(at, 2, "(x") == 0) {
+      times = std::strtol(per_node.c_str() + at + 2, &end, 10);
+      if (*end != ')' || times < 1) return -1;
+      at = static_cast<size_t>(end - per_node.c_str()) + 1;
+    }
+    if (at < per_node.size() && per_node[at] != ',') return -1;
+    if (node < seen + times) return static_cast<int>(count);
+    seen += static_cast<int>(times);
+    ++at;
+  }
+  return -1;
 }
 
 std::string first_slurm_host(const std::string& nodelist) {
@@ -85,16 +108,15 @@ WorldInfo world_from_env() {
       FASTER_THROW(
           "RANK/WORLD_SIZE are set but MASTER_ADDR or MASTER_PORT is not (launch with "
           "torchrun, 'faster train --nproc N', or set all four)");
-  } else if (in_slurm_step()) {
+  } else if (in_slurm_step()) {  // a task of an srun step of several
     w.source = "slurm";
     w.rank = env_int("SLURM_PROCID", 0, true);
     w.world = env_int("SLURM_STEP_NUM_TASKS", 1, true);
     w.local_rank = env_int("SLURM_LOCALID", 0);
-    // Tasks on this node: "4(x2)" or "2,1" reads as its leading count (atoi stops there).
+    // Tasks on this node: this node's entry of "2(x3),1" (SLURM_NODEID counts the step's nodes).
     const char* per_node = env("SLURM_STEP_TASKS_PER_NODE");
-    if (!per_node) per_node = env("SLURM_NTASKS_PER_NODE");
-    w.local_world = per_node ? std::atoi(per_node) : w.world;
-    if (w.local_world < 1) w.local_world = w.world;
+    const int here = per_node ? tasks_on_node(per_node, env_int("SLURM_NODEID", 0)) : -1;
+    w.local_world = here > 0 ? here : w.world;
     // Rank 0 runs on the step's first node (srun's own host may be a login node running none).
     const char* nodes = env("SLURM_STEP_NODELIST");
     if (!nodes) nodes = env("SLURM_JOB_NODELIST");
@@ -107,9 +129,16 @@ WorldInfo world_from_env() {
     return w;
   }
   if (const char* addr = env("MASTER_ADDR")) w.master_addr = addr;
-  // Jobs sharing a node must not share a port: under Slurm the default follows the job's id.
-  const int job = w.source == "slurm" ? env_int("SLURM_JOB_ID", -1) : -1;
-  w.master_port = env_int("MASTER_PORT", job >= 0 ? 15000 + job % 10000 : 29500);
+  // Jobs sharing a node must not share a port: under Slurm the default follows the job's id (its
+  // last four digits; ids run past 16 million on large clusters).
+  int fallback = 29500;
+  const char* job = w.source == "slurm" ? env("SLURM_JOB_ID") : nullptr;
+  if (job && !env("MASTER_PORT")) {
+    char* end = nullptr;
+    const long long id = std::strtoll(job, &end, 10);
+    if (*end == '\0' && id >= 0) fallback = 15000 + static_cast<int>(id % 10000);
+  }
+  w.master_port = env_int("MASTER_PORT", fallback);
   check(w);
   return w;
 }

@@ -24,9 +24,12 @@ WorldInfo world_from_env();
 // A TCP port on 127.0.0.1 that nothing listens on right now.
 int free_local_port();
 
-// Whether this process is a task of a Slurm job step (srun sets SLURM_STEP_NUM_TASKS; a batch
-// script's own shell has SLURM_PROCID and SLURM_NTASKS but is no step of many tasks).
+// Whether this process is a task of a Slurm job step of several tasks (core/launch_env.h).
 bool in_slurm_step();
+
+// The tasks on node `node` (0-based) of a Slurm task list ("2(x3),1": 2 on nodes 0-2, 1 on node
+// 3); -1 where the list is malformed or too short.
+int tasks_on_node(const std::string& per_node, int node);
 
 // The first host of a Slurm host list ("gpu[03-05,7],cpu1" -> "gpu03"); empty if malformed.
 std::string first_slurm_host(const std::string& nodelist);
