@@ -309,13 +309,15 @@ void ImageLoader::worker_loop(int id) {
 }
 
 void ImageLoader::process(Worker& w, Slot& slot, int position, int64_t first, bool allow_gpu,
-                          bool have_bytes, bool count_first) {
+                          bool have_bytes) {
   const int64_t n = source_->size();
+  // Only a sample's own failure is counted: a bad stand-in (a replacement, or the one the GPU
+  // stage hands back) is counted at its own position.
+  const bool own = first == order_[slot.batch * options_.batch + position];
   for (int k = 0; k <= kMaxReplacements; ++k) {
     const int64_t index = (first + k) % n;
-    // Only a sample's own failure is counted: a bad replacement is counted at its own position.
-    if (load_sample(w, index, epoch_, slot, position, /*count_bad=*/k == 0 && count_first,
-                    allow_gpu, have_bytes && k == 0)) {
+    if (load_sample(w, index, epoch_, slot, position, /*count_bad=*/k == 0 && own, allow_gpu,
+                    have_bytes && k == 0)) {
       slot.indices[position] = index;
       // Evaluation counts each image once: a bad one's stand-in fills its row for the shapes but
       // carries the padding label, which the scores leave out.
@@ -406,9 +408,7 @@ void ImageLoader::run_stage(Stage& st, Slot& slot, int part, torch::Tensor& out)
     bytes_ -= static_cast<int64_t>(st.jobs[k].size);
     std::swap(st.cpu.sample.bytes, slot.jpeg[p]);
     st.cpu.sample.label = static_cast<int>(slot.labels.data_ptr<int64_t>()[p]);
-    // A stand-in for a bad image was counted at its own position: not again here.
-    const bool own = slot.indices[p] == order_[slot.batch * options_.batch + p];
-    process(st.cpu, slot, p, slot.indices[p], /*allow_gpu=*/false, /*have_bytes=*/true, own);
+    process(st.cpu, slot, p, slot.indices[p], /*allow_gpu=*/false, /*have_bytes=*/true);
     std::swap(st.cpu.sample.bytes, slot.jpeg[p]);  // both buffers keep their capacity
     st.uploads.push_back(p);
   }

@@ -117,10 +117,10 @@ class ImageLoader : public Loader {
   void worker_loop(int id);
   // Loads the sample at `position` of `slot`, starting from source index `first` and moving on to
   // the next index while images are bad (skip policy).  have_bytes: `first`'s bytes and label are
-  // in w.sample already (an image nvJPEG refused), so it is not read again.  count_first: a bad
-  // `first` counts as skipped (not where it is a stand-in, counted at its own position).
+  // in w.sample already (an image nvJPEG refused), so it is not read again.  A bad `first` counts
+  // as skipped only where it is the position's own sample, not a stand-in for another.
   void process(Worker& w, Slot& slot, int position, int64_t first, bool allow_gpu,
-               bool have_bytes = false, bool count_first = true);
+               bool have_bytes = false);
   bool load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slot, int position,
                    bool count_bad, bool allow_gpu, bool have_bytes);
   bool cpu_takes(Worker& w, const RegionF& want);
