@@ -49,11 +49,12 @@ std::string group_dir(const std::string& mount, const std::string& path) {
   return is_dir(dir) ? dir : mount;
 }
 
-// Limit less use (page cache excepted), or -1 where the group sets no limit.
+// Limit less use (page cache excepted).
 int64_t room(int64_t limit, int64_t usage, int64_t file) {
   return std::max<int64_t>(0, limit - std::max<int64_t>(0, usage - file));
 }
 
+// A group's room, or -1 where it sets no limit (v2 and v1 files).
 int64_t room_v2(const std::string& dir) {
   int64_t max = 0, current = 0;
   if (!read_number(dir + "/memory.max", max) || !read_number(dir + "/memory.current", current))

@@ -71,8 +71,8 @@ Stepper::Stepper(models::Model model, const TrainOptions& o, torch::Device devic
       model_(std::move(model)),
       sgd_(trainable(model_->parameters()), o.sgd),
       input_nhwc_(input_nhwc),
-      dp_devices_(std::move(dp_devices)) {
-  dist_ = dist;
+      dp_devices_(std::move(dp_devices)),
+      dist_(dist) {
   if (dist) {
     // Every rank starts from rank 0's weights, as DDP's constructor does.
     dist->broadcast_from_rank0(sgd_.flat_params());

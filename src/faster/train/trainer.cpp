@@ -376,10 +376,10 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   WorldInfo world;
   auto dist = join_job(o, world, device);
   if (device.is_cpu()) configure_cpu_runtime(world.local_world);
-  if (device.is_cuda() && o.gpu_wait != GpuWait::kAuto) {  // every device the run uses, first
-    set_gpu_wait(device.index(), o.gpu_wait);
-    for (const auto& d : dp_devices(o)) set_gpu_wait(d.index(), o.gpu_wait);
-  }
+  const auto dp = dp_devices(o);
+  if (device.is_cuda() && o.gpu_wait != GpuWait::kAuto)  // every device the run uses, first
+    for (const auto& d : dp.empty() ? std::vector<torch::Device>{device} : dp)
+      set_gpu_wait(d.index(), o.gpu_wait);
   const bool is_main = world.is_main();
   // --prewarm: the data is read (and unzipped) while CUDA, cuDNN and cuBLAS start.
   nlohmann::json setup = {{"start_s", process_seconds()}};
@@ -465,7 +465,6 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   report.device = device.str();
   if (dist)
     report.device += " x" + std::to_string(world.world) + " ranks (" + dist->backend() + ")";
-  const auto dp = dp_devices(o);
   if (o.parallel == Parallel::kDp)
     report.device += " x" + std::to_string(dp.size()) + " GPUs (DataParallel)";
 

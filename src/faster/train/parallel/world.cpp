@@ -120,8 +120,9 @@ WorldInfo world_from_env() {
     // Rank 0 runs on the step's first node (srun's own host may be a login node running none).
     const char* nodes = env("SLURM_STEP_NODELIST");
     if (!nodes) nodes = env("SLURM_JOB_NODELIST");
-    if (nodes && !first_slurm_host(nodes).empty())
-      w.master_addr = first_slurm_host(nodes);
+    const std::string first = nodes ? first_slurm_host(nodes) : "";
+    if (!first.empty())
+      w.master_addr = first;
     else if (const char* host = env("SLURM_LAUNCH_NODE_IPADDR"))
       w.master_addr = host;
   } else {
