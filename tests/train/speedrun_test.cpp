@@ -224,21 +224,34 @@ TEST(Speedrun, MnistDigitsAreNotFlipped) {
   EXPECT_THROW(train(o), Error);
 }
 
+// `faster eval` reproduces the run's accuracy: of a checkpoint, with the flip TTA its run tested
+// with (the recipe's); of the saved weights, with --tta; --no-tta scores single passes instead.
 TEST(Speedrun, SavedWeightsEvaluateToTheSameAccuracy) {
   REQUIRE_FASHION_MNIST();
   test::TempDir d;
   auto o = tiny_speedrun();
-  o.tta = false;     // `faster eval` runs one pass
   o.test_limit = 0;  // eval reads the whole test split
   o.save = (d / "speednet.pt").string();
+  o.checkpoint = (d / "speednet.ckpt").string();
   const auto r = train(o);
+  ASSERT_EQ(r.options["tta"], true);
   EvalOptions e;
-  e.weights = o.save;
   e.data = o.data;
   e.device = "cpu";
-  const auto ev = evaluate(e);
-  EXPECT_EQ(ev.model, "speednet");
-  EXPECT_NEAR(ev.top1, r.epochs.back().test_accuracy, 0.02);
+  e.weights = o.checkpoint;
+  const auto of_checkpoint = evaluate(e);
+  EXPECT_EQ(of_checkpoint.model, "speednet");
+  EXPECT_TRUE(of_checkpoint.tta);
+  EXPECT_NEAR(of_checkpoint.top1, r.epochs.back().test_accuracy, 0.02);
+  EXPECT_NEAR(of_checkpoint.loss, r.epochs.back().test_loss, 1e-4);
+  e.weights = o.save;
+  e.tta = true;
+  const auto with_tta = evaluate(e);
+  EXPECT_NEAR(with_tta.top1, r.epochs.back().test_accuracy, 0.02);
+  e.tta = false;
+  const auto single = evaluate(e);
+  EXPECT_FALSE(single.tta);
+  EXPECT_GT(std::abs(single.loss - with_tta.loss), 1e-4);  // one pass, not the mean of two
 }
 
 }  // namespace

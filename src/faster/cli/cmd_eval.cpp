@@ -19,6 +19,7 @@ void add_eval(CLI::App& root, int& exit_code) {
   struct Flags {
     train::EvalOptions o;
     std::string json;
+    bool tta = false, tta_shifts = false;
   };
   auto f = std::make_shared<Flags>();
   auto& o = f->o;
@@ -48,16 +49,29 @@ void add_eval(CLI::App& root, int& exit_code) {
   add_enum_option(cmd, "--precision", o.precision, kPrecisions,
                   "Arithmetic of the forward pass (autocast for fp16/bf16)");
   cmd->add_flag("--channels-last", o.channels_last, "NHWC memory format");
+  cmd->add_flag("--tta,!--no-tta", f->tta,
+                "Test-time augmentation: score the mean of the logits of each image and its "
+                "mirror image (default: as a checkpoint's own run tested, so eval reproduces its "
+                "accuracy; else off)");
+  cmd->add_flag("--tta-shifts,!--no-tta-shifts", f->tta_shifts,
+                "Test-time augmentation over one-pixel shifts too (train's --tta-shifts; default: "
+                "as a checkpoint's own run tested, else off)");
   cmd->add_option("--json", f->json, "Also write the result as JSON to this file");
-  cmd->callback([f, &exit_code] {
+  cmd->callback([f, cmd, &exit_code] {
     if (!f->json.empty()) tools::check_output_file(f->json, "--json");
+    if (cmd->get_option("--tta")->count() > 0) f->o.tta = f->tta;
+    if (cmd->get_option("--tta-shifts")->count() > 0) f->o.tta_shifts = f->tta_shifts;
     const auto r = train::evaluate(f->o);
     std::printf(
-        "eval %s (%d classes) on %s at %s: top-1 %.2f%%  top-5 %.2f%%  loss %.4f  "
+        "eval %s (%d classes) on %s at %s%s: top-1 %.2f%%  top-5 %.2f%%  loss %.4f  "
         "(%lld images, %.2fs on %s)\n",
         r.model.c_str(), r.classes, r.data.c_str(),
-        r.res > 0 ? (std::to_string(r.res) + " px").c_str() : "its stored size", r.top1, r.top5,
-        r.loss, static_cast<long long>(r.images), r.seconds, r.device.c_str());
+        r.res > 0 ? (std::to_string(r.res) + " px").c_str() : "its stored size",
+        r.tta && r.tta_shifts ? ", flip and shift TTA"
+        : r.tta               ? ", flip TTA"
+        : r.tta_shifts        ? ", shift TTA"
+                              : "",
+        r.top1, r.top5, r.loss, static_cast<long long>(r.images), r.seconds, r.device.c_str());
     if (!f->json.empty()) tools::write_file_atomic(f->json, r.to_json().dump(2) + "\n");
     exit_code = r.skipped > 0 ? kExitBadInput : 0;
   });

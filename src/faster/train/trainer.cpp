@@ -99,9 +99,19 @@ std::optional<double> TrainReport::final_test_accuracy() const {
 }
 
 nlohmann::json EvalReport::to_json() const {
-  return {{"model", model}, {"data", data},     {"device", device},   {"classes", classes},
-          {"res", res},     {"images", images}, {"skipped", skipped}, {"loss", loss},
-          {"top1", top1},   {"top5", top5},     {"seconds", seconds}};
+  return {{"model", model},
+          {"data", data},
+          {"device", device},
+          {"classes", classes},
+          {"res", res},
+          {"images", images},
+          {"skipped", skipped},
+          {"loss", loss},
+          {"top1", top1},
+          {"top5", top5},
+          {"seconds", seconds},
+          {"tta", tta},
+          {"tta_shifts", tta_shifts}};
 }
 
 namespace {
@@ -749,8 +759,11 @@ EvalReport evaluate(const EvalOptions& e) {
   o.decode = e.decode;
   o.val_res = e.val_res;
   o.val_resize = e.val_resize;
+  // A checkpoint's run's options (none for a state_dict).
+  const auto run =
+      prefix.empty() ? nlohmann::json::object()
+                     : checkpoint_meta(dict, e.weights).value("options", nlohmann::json::object());
   if (!prefix.empty()) {
-    const auto run = checkpoint_meta(dict, e.weights).value("options", nlohmann::json::object());
     if (e.val_res == 0) {
       // A checkpoint knows the resolution it was tested at: its run's --val-res, else its --res.
       const int val_res = run.value("val_res", 0), res = run.value("res", 0);
@@ -761,11 +774,9 @@ EvalReport evaluate(const EvalOptions& e) {
       log::warn(e.weights,
                 ": its run tested the average of its weights (--ema), which --save "
                 "writes; a checkpoint's own weights are scored here");
-    if (run.value("tta", false))
-      log::warn(e.weights,
-                ": its run tested with flip TTA (the mean over each image and its "
-                "mirror); eval scores single passes");
   }
+  o.tta = e.tta.value_or(run.value("tta", false));
+  o.tta_shifts = e.tta_shifts.value_or(run.value("tta_shifts", false));
   const LoaderPlan plan = plan_loaders(o, d, mo.in_channels, device);
   Stepper stepper(model, o, device, nullptr, {}, models::input_normalization(mo.name),
                   mo.in_channels, plan.layout == data::Layout::kNHWC);
@@ -786,6 +797,8 @@ EvalReport evaluate(const EvalOptions& e) {
   r.device = device.str();
   r.classes = mo.classes;
   r.res = plan.val_res;
+  r.tta = o.tta;
+  r.tta_shifts = o.tta_shifts;
   r.images = static_cast<int64_t>(t.evaluated);
   r.skipped = d.val->size() - r.images;
   const auto s = t.scores();

@@ -83,11 +83,15 @@ struct EvalOptions {
   Decode decode = Decode::kAuto;
   Precision precision = Precision::kFloat32;
   bool channels_last = false;
+  // Test-time augmentation (train's --tta, --tta-shifts): unset follows a checkpoint's own run (so
+  // eval reproduces the accuracy the run reported), else off.
+  std::optional<bool> tta, tta_shifts;
 };
 
 struct EvalReport {
   std::string model, data, device;
   int classes = 0, res = 0;
+  bool tta = false, tta_shifts = false;
   int64_t images = 0;   // evaluated: the split's images less the bad ones skipped
   int64_t skipped = 0;  // bad images left out
   double loss = 0, top1 = 0, top5 = 0, seconds = 0;
