@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "faster/data/sources/lmdb_env.h"
+#include "faster/data/sources/lmdb_format.h"
 #include "faster/train/checkpoint.h"
 #include "faster/train/ema.h"
 #include "support/test_support.h"
@@ -229,6 +231,40 @@ TEST(ImageTrain, BadImagesAreSkippedCountedAndExitThree) {
   const double one = 100.0 / cj["images"].get<double>();
   EXPECT_NEAR(dj["top1"].get<double>(), cj["top1"].get<double>(), one + 1e-9);
   EXPECT_NEAR(dj["loss"].get<double>(), cj["loss"].get<double>(), 1e-3);
+}
+
+// A damaged LMDB record whose label lies outside the classes (the label is outside the image's
+// checksum) is a bad image like any other: skipped, counted, exit 3; it once wrote past the class
+// counts at start-up and crashed.
+TEST(ImageTrain, AnLmdbLabelOutsideTheClassesIsABadImage) {
+  REQUIRE_FASHION_MNIST();
+  test::TempDir t;
+  for (const char* split : {"train", "val"}) {
+    const auto r = test::run_faster("pack --src " + (exported(200) / split).string() + " --out " +
+                                    (t / "root" / split).string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  {
+    const auto env = data::LmdbEnv::create(t / "root" / "train", 64 << 20);
+    data::LmdbTxn txn(env, false);
+    const auto key = data::lmdb_format::record_key(0);
+    MDB_val value;
+    ASSERT_TRUE(txn.find(key.view(), value));
+    std::string bytes(static_cast<const char*>(value.mv_data), value.mv_size);
+    const auto record = data::lmdb_format::read_record(bytes.data(), bytes.size());
+    ASSERT_TRUE(record.has_value());
+    data::lmdb_format::write_record_header(1 << 30, record->crc,
+                                           reinterpret_cast<uint8_t*>(bytes.data()));
+    MDB_val k{key.view().size(), const_cast<char*>(key.view().data())};
+    MDB_val v{bytes.size(), bytes.data()};
+    ASSERT_EQ(mdb_put(txn.get(), txn.dbi(), &k, &v, 0), 0);
+    txn.commit();
+  }
+  const auto r = test::run_faster("train --data " + (t / "root").string() + kResNet +
+                                  " --epochs 1 --json " + (t / "r.json").string());
+  ASSERT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("label 1073741824 is not one of the 10"), std::string::npos) << r.output;
+  EXPECT_EQ(read_json(t / "r.json")["epochs"][0]["skipped_images"], 1);
 }
 
 // Trees that would silently mislabel or cannot be learned: one-line errors naming the folder.

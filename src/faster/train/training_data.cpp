@@ -25,7 +25,12 @@ std::string join(const std::vector<std::string>& names, size_t max = 5) {
 // folder is more often a mistake than a choice (torchvision refuses it too).
 void check_no_empty_class(const data::Source& train, const std::string& where) {
   std::vector<int64_t> count(train.classes().size(), 0);
-  for (int64_t i = 0; i < train.size(); ++i) ++count[train.label(i)];
+  for (int64_t i = 0; i < train.size(); ++i) {
+    // A damaged LMDB record may hold a label outside the classes: reading it reports it as a bad
+    // image (the loader skips it); it counts for no class here.
+    const int label = train.label(i);
+    if (label >= 0 && label < static_cast<int>(count.size())) ++count[label];
+  }
   std::vector<std::string> empty;
   for (size_t c = 0; c < count.size(); ++c)
     if (count[c] == 0) empty.push_back(train.classes()[c]);

@@ -31,7 +31,8 @@ class Source {
   // Throws faster::Error naming the sample (path or key) when it cannot be read.
   virtual void get(int64_t index, Sample& out) const = 0;
 
-  // The label of `index` without reading the image (cheap, no I/O).
+  // The label of `index` without reading the image (cheap, no I/O).  In a damaged LMDB it may lie
+  // outside classes(); get() then throws, and the loader counts the sample as a bad image.
   virtual int label(int64_t index) const = 0;
   // Class names, index = label.
   virtual const std::vector<std::string>& classes() const = 0;
