@@ -233,6 +233,28 @@ TEST(ImageTrain, BadImagesAreSkippedCountedAndExitThree) {
   EXPECT_NEAR(dj["loss"].get<double>(), cj["loss"].get<double>(), 1e-3);
 }
 
+// A last batch of one image cannot train BatchNorm (a ResNet at 32 px refused it at the end of the
+// first epoch, before any checkpoint): it is left out, and said so.  A batch larger than the split
+// with --last-batch drop would train nothing and report success: refused.
+TEST(ImageTrain, NoBatchOfOneImageAndNoEpochWithoutABatch) {
+  REQUIRE_FASHION_MNIST();
+  test::TempDir t;
+  const std::string run = "train --data " + exported(200).string() +
+                          " --model resnet18 --res 32 --device cpu --workers 2 --epochs 1";
+  auto r = test::run_faster(run + " --batch 199 --json " + (t / "r.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("the last training batch of each epoch would hold 1 image"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(read_json(t / "r.json")["epochs"][0]["train_images"], 199);
+  r = test::run_faster(run + " --batch 256 --last-batch drop");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--batch 256 leaves no training batch: the split has 200 training "
+                          "image(s)"),
+            std::string::npos)
+      << r.output;
+}
+
 // A damaged LMDB record whose label lies outside the classes (the label is outside the image's
 // checksum) is a bad image like any other: skipped, counted, exit 3; it once wrote past the class
 // counts at start-up and crashed.

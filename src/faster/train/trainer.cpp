@@ -274,6 +274,23 @@ std::unique_ptr<data::Loader> make_loader(const TrainOptions& o, const TrainingD
   // are ignored.
   const bool pad = o.cuda_graph || o.benchmarks_full_batch_only();
   lo.last_batch = train ? o.last_batch : pad ? data::LastBatch::kPad : data::LastBatch::kKeep;
+  if (train) {
+    const int64_t n = data::Sampler(d.train->size(), lo.sampler).per_rank();
+    if (lo.last_batch == data::LastBatch::kDrop && n < o.batch)
+      throw Error("--batch " + std::to_string(o.batch) + " leaves no training batch: " +
+                      (w.world > 1 ? "each rank gets " : "the split has ") + std::to_string(n) +
+                      " training image(s), and the short last batch is dropped (--last-batch "
+                      "drop)",
+                  "lower --batch, or keep the short batch (--last-batch keep)");
+    // BatchNorm cannot take batch statistics of one image (LibTorch refuses one value per channel,
+    // as a ResNet's last stage has at 32 px): a last batch of one image is left out instead.
+    if (lo.last_batch == data::LastBatch::kKeep && n > 1 && n % o.batch == 1) {
+      lo.last_batch = data::LastBatch::kDrop;
+      if (w.rank == 0)
+        log::info("the last training batch of each epoch would hold 1 image, too few for ",
+                  "BatchNorm: it is left out (another image each epoch, as the order is shuffled)");
+    }
+  }
   lo.workers = o.workers;
   lo.device = device;
   lo.channels = plan.channels;
