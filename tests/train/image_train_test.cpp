@@ -64,6 +64,14 @@ TEST(ImageTrain, ResumeContinuesBitExactly) {
   const auto a = read_state_dict(t / "straight.pt"), b = read_state_dict(t / "resumed.pt");
   ASSERT_EQ(a.size(), b.size());
   for (const auto& kv : a) EXPECT_TRUE(torch::equal(kv.value(), b.at(kv.key()))) << kv.key();
+  // Resumed with another --batch (other steps per epoch), the schedule still ends where it ends:
+  // at the cosine's last step (it once counted the checkpoint's steps as steps of the new size).
+  r = test::run_faster("train --data " + exported(200).string() +
+                       " --model resnet18 --res 32 --batch 16 --device cpu --workers 2 --epochs 2 "
+                       "--warmup-epochs 1 --ema 0.9 --resume " +
+                       (t / "c.ckpt.epoch1").string() + " --json " + (t / "b16.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NEAR(read_json(t / "b16.json")["epochs"][0]["lr"].get<double>(), 0.0, 1e-12) << r.output;
   // Nothing left to do, and a checkpoint of another model or class count, are refused by name.
   r = test::run_faster(run + " --resume " + (t / "c.ckpt").string());
   EXPECT_EQ(r.exit_code, 1);

@@ -508,7 +508,6 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   // A frozen stem has no optimizer state: a checkpoint of either kind fits only its own kind.
   if (o.freeze_whitening) identity["freeze_whitening"] = true;
   int start_epoch = 0;
-  int64_t step = 0;
   if (!o.resume.empty()) {
     const auto meta = load_checkpoint(o.resume, model.module(), parts, identity);
     // The momentum and the weights' average are saved flat, in the parameters' memory order: a
@@ -521,7 +520,6 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
       if (stepper.ema()) stepper.sgd().reorder_from(stepper.ema()->state()[0], was);
     }
     start_epoch = meta.value("epochs_done", 0);
-    step = meta.value("step", int64_t{0});
     if (start_epoch >= o.epochs)
       FASTER_THROW("--resume ", o.resume, " has done ", start_epoch, " epoch(s) of --epochs ",
                    o.epochs, ": nothing left to train");
@@ -565,6 +563,9 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   auto* image_loader = dynamic_cast<data::ImageLoader*>(train_loader.get());
   auto* val_image_loader = dynamic_cast<data::ImageLoader*>(val_loader.get());
   const int64_t steps_per_epoch = train_loader->batches_per_epoch();
+  // The schedule's position: a checkpoint ends an epoch, and a run resumed with another --batch
+  // (or world size) has other steps per epoch than the checkpoint's "step" counted.
+  int64_t step = start_epoch * steps_per_epoch;
   int64_t train_images = 0;
   double train_seconds = 0;
   // Ctrl-C or SIGTERM stops a single process between steps and says where it stopped (the ranks
