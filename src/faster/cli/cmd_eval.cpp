@@ -59,6 +59,10 @@ void add_eval(CLI::App& root, int& exit_code) {
   cmd->add_option("--json", f->json, "Also write the result as JSON to this file");
   cmd->callback([f, cmd, &exit_code] {
     if (!f->json.empty()) tools::check_output_file(f->json, "--json");
+    for (const auto& [flag, value] :
+         {std::pair{"--val-res", f->o.val_res}, {"--val-resize", f->o.val_resize}})
+      if (cmd->get_option(flag)->count() > 0 && value == 0)  // 0 is "not given" inside
+        check_range(flag, value, 8, data::kMaxSide);
     if (cmd->get_option("--tta")->count() > 0) f->o.tta = f->tta;
     if (cmd->get_option("--tta-shifts")->count() > 0) f->o.tta_shifts = f->tta_shifts;
     const auto r = train::evaluate(f->o);

@@ -84,7 +84,7 @@ void add_load(CLI::App& root, int& exit_code) {
                   "skip: replace a corrupt/unreadable image by the next one and count it; fail: "
                   "stop with its name");
   cmd->add_option("--device", f->device, "auto, cpu, cuda or cuda:N")->capture_default_str();
-  cmd->add_option("--seed", o.sampler.seed, "Shuffle and crop seed")->capture_default_str();
+  add_seed_option(cmd, o.sampler.seed, "Shuffle and crop seed");
   cmd->add_flag("--decode-only", f->bench.decode_only,
                 "Only measure the decode floor (one core, full-size decode from memory)");
   cmd->add_option("--floor-images", f->bench.floor_samples,

@@ -24,8 +24,7 @@ void add_synth(CLI::App& root, int& exit_code) {
   cmd->add_option("--images", o->images, "Training images per class")->capture_default_str();
   cmd->add_option("--val", o->val, "Validation images per class (0: no val/)")
       ->capture_default_str();
-  cmd->add_option("--seed", o->seed, "Seed: the same seed gives the same files")
-      ->capture_default_str();
+  add_seed_option(cmd, o->seed, "Seed: the same seed gives the same files");
   cmd->add_option("--quality", o->quality, "JPEG quality, 1-100")->capture_default_str();
   cmd->add_option("--workers", o->workers, "Threads (0: all cores)")->capture_default_str();
   cmd->callback([o, &exit_code] {

@@ -120,8 +120,7 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--filters", f.filters,
                   "Filters per stage (thinnet: seed 32,64,128, cpu 16,32,64; speednet: "
                   "64,128,256, speedrun95 96,192,384)");
-  cmd->add_option("--seed", o.seed, "Seed for weights, the per-epoch shuffle and the crops")
-      ->capture_default_str();
+  add_seed_option(cmd, o.seed, "Seed for weights, the per-epoch shuffle and the crops");
   cmd->add_option("--res", o.res.res,
                   "Training resolution: random-resized-crop side (JPEG data: default 224; small "
                   "datasets: default as stored, no augmentation)");
@@ -352,6 +351,15 @@ void print_recipe(const TrainFlags& f) {
 void resolve_flags(TrainFlags& f) {
   auto& o = f.o;
   apply_recipe(f);
+  // 0 stands for "not given" inside (a default follows from the data); typed, it is out of range.
+  for (const auto& [flag, value] :
+       {std::pair{"--res", o.res.res}, {"--val-res", o.val_res}, {"--val-resize", o.val_resize}})
+    if (f.cmd->get_option(flag)->count() > 0 && value == 0)
+      check_range(flag, value, 8, data::kMaxSide);
+  for (const char* flag : {"--blocks", "--filters"})
+    if (models::family(o.model) == models::Family::kResNet && f.cmd->get_option(flag)->count() > 0)
+      FASTER_USAGE_ERROR(flag, " shapes thinnet and speednet; ", o.model,
+                         " has torchvision's layers (--model resnet18|resnet34|resnet50)");
   models::validate_thinnet_shape(o.blocks, o.filters);
   // Flags that only mean something with another: refused rather than ignored.
   if (!f.lr_steps.empty() && o.schedule.decay != train::LrDecay::kStep)

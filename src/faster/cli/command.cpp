@@ -4,8 +4,11 @@
 #include "faster/cli/command.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <string>
 
 #include "faster/core/error.h"
@@ -108,6 +111,24 @@ void add_nvjpeg_options(CLI::App* cmd, data::CpuShare& cpu_share, int& threads) 
          "batch is split into as many parts, decoded side by side as soon as their images are "
          "read (more shorten a batch's wait for the decoder while the GPU trains)")
       ->capture_default_str();
+}
+
+CLI::Option* add_seed_option(CLI::App* cmd, uint64_t& seed, const std::string& help) {
+  return cmd
+      ->add_option_function<std::string>(
+          "--seed",
+          [&seed](const std::string& text) {
+            errno = 0;
+            const bool digits = !text.empty() && text.size() <= 20 &&
+                                text.find_first_not_of("0123456789") == std::string::npos;
+            const unsigned long long v = digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
+            if (!digits || errno == ERANGE)
+              FASTER_USAGE_ERROR("--seed must be an integer from 0 to ",
+                                 std::numeric_limits<uint64_t>::max(), " (got '", text, "')");
+            seed = v;
+          },
+          help)
+      ->default_str(std::to_string(seed));
 }
 
 std::string self_exe() {

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <string>
@@ -68,6 +69,10 @@ CLI::Option* add_enum_option(CLI::App* cmd, const std::string& flag, E& value,
 // (images the CPU threads decode anyway: a number or auto) and --nvjpeg-threads (threads feeding
 // the GPU's decoder, each taking a part of every batch).
 void add_nvjpeg_options(CLI::App* cmd, data::CpuShare& cpu_share, int& threads);
+
+// --seed: a decimal integer from 0 to 2^64-1 into `seed`; anything else ("-1", "1e23", a number
+// past 2^64) is a usage error, where a plain option would wrap it around to another seed.
+CLI::Option* add_seed_option(CLI::App* cmd, uint64_t& seed, const std::string& help);
 
 // Path of the `faster` program (to start more of it: bench runs, DDP ranks); in faster-torch, the
 // `faster` beside it, so that the new processes show as `faster train ...` like the first.

@@ -426,6 +426,12 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
     setup["context_s"] = process_seconds() - ago;
   // Shifts and flips are the device loader's, for small datasets as stored (crops flip anyway).
   const bool as_stored_on_device = o.loader == LoaderKind::kDevice && d.arrays() && o.res.res == 0;
+  if (!as_stored_on_device && is_speedrun(o.recipe))
+    throw Error(std::string("--recipe ") + enum_name(kRecipeNames, o.recipe) +
+                    " (speednet's) trains a small " +
+                    "dataset as stored on the device: Fashion-MNIST, MNIST or CIFAR-10 files, " +
+                    "--loader device, no --res",
+                "for JPEG folders or LMDB, --recipe imagenet (a ResNet) or --recipe cpu");
   if (!as_stored_on_device && (o.translate > 0 || o.flip == Flip::kOn))
     FASTER_THROW(
         "--translate and --flip on shift and flip small datasets as stored on the device: "
@@ -733,7 +739,7 @@ EvalReport evaluate(const EvalOptions& e) {
     check_range("--val-resize", e.val_resize, std::max(e.val_res, 8), 2 * data::kMaxSide);
   const auto device = resolve_device(e.device);
   if (device.is_cpu() && e.precision == Precision::kFloat16)
-    refuse_on_cpu(e.device, "--amp-dtype fp16", "--amp-dtype bf16 runs on the CPU");
+    refuse_on_cpu(e.device, "--precision fp16", "--precision bf16 runs on the CPU");
   if (device.is_cpu()) configure_cpu_runtime(1);
   // The data: a small dataset's test split, a root's val/, or the split named (folder or LMDB).
   TrainingData d;

@@ -329,8 +329,11 @@ void ImageLoader::process(Worker& w, Slot& slot, int position, int64_t first, bo
   }
   std::lock_guard<std::mutex> lock(mutex_);
   if (error_.empty())
-    error_ = "more than " + std::to_string(kMaxReplacements) + " bad images in a row after " +
-             source_->name(first) + ": is this a JPEG dataset?";
+    error_ = n <= kMaxReplacements
+                 ? "every image of " + source_->describe() + " is bad (" + std::to_string(n) +
+                       "): is this a JPEG dataset?"
+                 : "more than " + std::to_string(kMaxReplacements) + " bad images in a row after " +
+                       source_->name(first) + ": is this a JPEG dataset?";
   ready_cv_.notify_all();
 }
 
