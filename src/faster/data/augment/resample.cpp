@@ -14,9 +14,6 @@
 namespace faster::data {
 namespace {
 
-// Taps per output pixel are 2 * downscale + 2: 1024 allows 500x downscales.
-constexpr int kMaxVerticalTaps = 1024;
-
 float triangle(double x) {
   x = std::fabs(x);
   return x < 1.0 ? static_cast<float>(1.0 - x) : 0.0f;
@@ -208,8 +205,8 @@ void Resampler::resample(const ImageView& src, const RegionF& r, const MutableIm
   const size_t need = row_len * dst.height + 3 * horizontal_.max_taps + 1;
   if (rows_.size() < need) rows_.resize(need);  // grows only: no refill per call
   const auto& v = vertical_;
-  const uint8_t* taps[kMaxVerticalTaps];
-  FASTER_CHECK(v.max_taps <= kMaxVerticalTaps, "resample: downscale factor too large");
+  if (taps_.size() < static_cast<size_t>(v.max_taps)) taps_.resize(v.max_taps);
+  const uint8_t** taps = taps_.data();
   for (int y = 0; y < dst.height; ++y) {
     for (int k = 0; k < v.count[y]; ++k) taps[k] = src.row(v.first[y] + k) + size_t(x_lo) * C;
     vertical_row(taps, v.weights.data() + size_t(y) * v.max_taps, v.count[y], row_len,

@@ -41,6 +41,7 @@ class Resampler {
   Axis horizontal_, vertical_;
   std::vector<float> rows_;  // vertically resampled region rows, float to avoid double rounding
   std::vector<float> line_;  // two output rows' sums before rounding
+  std::vector<const uint8_t*> taps_;  // the source rows of one output row (as many as the factor)
 };
 
 }  // namespace faster::data
