@@ -44,20 +44,15 @@ struct LinkedTree {
 
 TEST(ImageTree, LinksAndCyclesEnterEachDirectoryOnce) {
   LinkedTree t;
-  const ImageTree tree = list_image_tree(t.tmp.path(), /*skip_hidden=*/true);
-  EXPECT_EQ(tree.images, (Strings{"a/1.jpg", "a/2.JPEG", "a/deep/3.jpeg", "b/4.jpg", "linked/5.jpg",
-                                  "top.JPG"}));
-  EXPECT_EQ(tree.dirs, (Strings{"a", "a/deep", "b", "linked"}));
-  // notes.txt, the four links to folders entered already, .hidden and .7.jpg
-  EXPECT_EQ(tree.ignored, 7);
+  const ImageTree tree = list_image_tree(t.tmp.path());
+  // Hidden entries are listed like the others (torchvision's ImageFolder takes them too).
+  EXPECT_EQ(tree.images, (Strings{".hidden/6.jpg", "a/.7.jpg", "a/1.jpg", "a/2.JPEG",
+                                  "a/deep/3.jpeg", "b/4.jpg", "linked/5.jpg", "top.JPG"}));
+  EXPECT_EQ(tree.dirs, (Strings{".hidden", "a", "a/deep", "b", "linked"}));
+  EXPECT_EQ(tree.ignored, 5);  // notes.txt and the four links to folders entered already
   EXPECT_TRUE(tree.not_files.empty());
-
-  const ImageTree all = list_image_tree(t.tmp.path(), /*skip_hidden=*/false);
-  EXPECT_EQ(all.images, (Strings{".hidden/6.jpg", "a/.7.jpg", "a/1.jpg", "a/2.JPEG",
-                                 "a/deep/3.jpeg", "b/4.jpg", "linked/5.jpg", "top.JPG"}));
-  EXPECT_EQ(all.ignored, 5);
-  EXPECT_THROW(list_image_tree(t.tmp / "a/notes.txt", true), Error);
-  EXPECT_THROW(list_image_tree(t.tmp / "missing", true), Error);
+  EXPECT_THROW(list_image_tree(t.tmp / "a/notes.txt"), Error);
+  EXPECT_THROW(list_image_tree(t.tmp / "missing"), Error);
 }
 
 // A link from near the root into a deep folder does not move that folder's images: the tree's
@@ -67,7 +62,7 @@ TEST(ImageTree, ImagesStayAtTheirOwnPathWhenALinkIsShorter) {
   touch(tmp / "z/x/y/deep/1.jpg");
   fs::create_directories(tmp / "a");
   fs::create_directory_symlink("../z/x/y/deep", tmp / "a/shortcut");
-  const ImageTree tree = list_image_tree(tmp.path(), true);
+  const ImageTree tree = list_image_tree(tmp.path());
   EXPECT_EQ(tree.images, Strings{"z/x/y/deep/1.jpg"});
   EXPECT_EQ(tree.ignored, 1);
 }
@@ -77,7 +72,7 @@ TEST(ImageTree, FifosSocketsAndDevicesAreReportedNotListed) {
   touch(tmp / "a/good.jpg");
   const test::OddEntries odd = test::make_odd_entries(tmp / "a");
   fs::create_symlink(tmp / "missing.jpg", tmp / "a/dangling.jpg");
-  const ImageTree tree = list_image_tree(tmp.path(), true);
+  const ImageTree tree = list_image_tree(tmp.path());
   EXPECT_EQ(tree.images, (Strings{"a/dangling.jpg", "a/good.jpg"}));
   std::vector<std::pair<std::string, std::string>> found;
   for (const auto& e : tree.not_files) found.emplace_back(e.path, e.kind);

@@ -271,7 +271,8 @@ TEST(Resize, BadImagesAreReportedSkippedOrCopiedAndSetTheExitCode) {
   truncated.resize(truncated.size() / 2);
   write_file(t.src / "train/cat/truncated.JPEG", truncated);
   write_file(t.src / "train/cat/empty.JPEG", "");
-  write_file(t.src / "train/dog/png.JPEG", "\x89PNG\r\n\x1a\nrest of a png file");
+  // A tab in a name: the report's and the journal's fields escape it (a re-run lost the line).
+  write_file(t.src / "train/dog/p\tng.JPEG", "\x89PNG\r\n\x1a\nrest of a png file");
   const RunResult r = t.run();
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("3 bad (skipped)"), std::string::npos) << r.output;
@@ -280,7 +281,8 @@ TEST(Resize, BadImagesAreReportedSkippedOrCopiedAndSetTheExitCode) {
             std::string::npos)
       << report;
   EXPECT_NE(report.find("train/cat/truncated.JPEG\t"), std::string::npos) << report;
-  EXPECT_NE(report.find("train/dog/png.JPEG\tnot a JPEG: a PNG image"), std::string::npos);
+  EXPECT_NE(report.find("train/dog/p\\tng.JPEG\tnot a JPEG: a PNG image"), std::string::npos)
+      << report;
   EXPECT_FALSE(fs::exists(t.dst / "train/cat/truncated.JPEG"));
 
   const RunResult copied =
@@ -302,9 +304,44 @@ TEST(Resize, BadImagesAreReportedSkippedOrCopiedAndSetTheExitCode) {
       << again.output;
   const std::string rereport = read_file(t.tmp / "bad.tsv");
   EXPECT_NE(rereport.find("train/cat/truncated.JPEG\t"), std::string::npos) << rereport;
-  EXPECT_NE(rereport.find("train/dog/png.JPEG\tnot a JPEG: a PNG image\tcopied"), std::string::npos)
+  EXPECT_NE(rereport.find("train/dog/p\\tng.JPEG\tnot a JPEG: a PNG image\tcopied"),
+            std::string::npos)
       << rereport;
   EXPECT_NE(run_faster("resize --help").output.find("Exit codes: 0"), std::string::npos);
+}
+
+// The destination mirrors the source as it is now: a re-run removes the outputs of sources
+// deleted or renamed since (a renamed class folder once left both classes behind) and of a source
+// that became bad, but no file it did not make or that changed since it made it.  Hidden entries
+// are mirrored (load and pack read them, so labels stay the same), and a source folder that links
+// into the destination is left out (it mirrored the outputs into themselves, deeper every run).
+TEST(Resize, TheDestinationMirrorsTheSourceAsItIsNow) {
+  ResizeTree t;
+  write_jpeg(t.src, "train/.ipynb_checkpoints/x.jpg", 120, 100);
+  fs::create_directory_symlink(t.dst, t.src / "train/cat/mirror");
+  ASSERT_EQ(t.resize().bad, 0);
+  EXPECT_TRUE(fs::exists(t.dst / "train/.ipynb_checkpoints/x.jpg"));
+  EXPECT_FALSE(fs::exists(t.dst / "train/cat/mirror"));
+
+  fs::remove(t.src / t.images[5].first);                          // val/f.JPEG deleted
+  fs::rename(t.src / "val/deep/er", t.src / "val/deep/renamed");  // d, e renamed
+  write_file(t.src / t.images[0].first, "no longer a JPEG");      // train/cat/a.JPEG gone bad
+  write_file(t.dst / "val/deep/er/mine.txt", "a user's file");
+  write_file(t.dst / t.images[4].first, "a user's own version");  // not the output made: kept
+  const tools::ResizeSummary s = t.resize();
+  EXPECT_EQ(s.removed, 2);  // f and d; e's file was replaced by the user
+  EXPECT_EQ(s.bad, 1);
+  EXPECT_EQ(all_files(t.dst),
+            (std::vector<std::string>{".faster-resize-report.tsv", ".faster-resize-state.tsv",
+                                      ".faster-resize.json", "train/.ipynb_checkpoints/x.jpg",
+                                      "train/cat/b.jpg", "train/dog/c.JPEG", "val/deep/er/e.JPEG",
+                                      "val/deep/er/mine.txt", "val/deep/renamed/d.jpeg",
+                                      "val/deep/renamed/e.JPEG"}));
+  fs::remove(t.dst / t.images[4].first);
+  fs::remove(t.dst / "val/deep/er/mine.txt");
+  EXPECT_EQ(t.resize().removed, 0);   // nothing left on record to remove
+  fs::remove(t.dst / "val/deep/er");  // empty: the user's files kept it
+  EXPECT_EQ(t.resize().up_to_date, 5);
 }
 
 TEST(Resize, WriteErrorsStopWithAClearErrorAndNoPartialFile) {

@@ -87,7 +87,8 @@ void prepare_destination(const ResizeOptions& o, const data::ImageTree& tree) {
 void write_report(const fs::path& path, const std::vector<BadImage>& bad) {
   std::string text = "path\treason\taction\n";
   for (const auto& b : bad)
-    text += b.path + "\t" + b.reason + "\t" + (b.copied ? "copied\n" : "skipped\n");
+    text += tsv_field(b.path) + "\t" + tsv_field(b.reason) + "\t" +
+            (b.copied ? "copied\n" : "skipped\n");
   write_file_atomic(path, text);
 }
 
@@ -102,7 +103,7 @@ std::unordered_map<std::string, std::string> copied_bad_images(const fs::path& r
     const size_t a = line.find('\t'), b = line.rfind('\t');
     if (a == std::string::npos || b == a || line.compare(b + 1, std::string::npos, "copied") != 0)
       continue;
-    copied.emplace(line.substr(0, a), line.substr(a + 1, b - a - 1));
+    copied.emplace(tsv_unfield(line.substr(0, a)), tsv_unfield(line.substr(a + 1, b - a - 1)));
   }
   return copied;
 }
@@ -143,6 +144,7 @@ void resize_one(const ResizeOptions& o, const std::string& rel, size_t index, Re
     data::read_regular_file(src, w.in, &source);
   } catch (const Error& e) {  // unreadable: nothing to copy either
     t.add_bad(rel, e.what(), /*copied=*/false);
+    state.remove_output(index, dst);  // an earlier version's output mirrors it no more
     return;
   }
   DownscaleResult result = DownscaleResult::kKeep;
@@ -153,7 +155,10 @@ void resize_one(const ResizeOptions& o, const std::string& rel, size_t index, Re
     result = w.downscaler.run(w.in.data(), w.in.size(), o.max_size, encode, w.out);
   } catch (const Error& e) {
     t.add_bad(rel, e.what(), o.copy_bad);
-    if (!o.copy_bad) return;
+    if (!o.copy_bad) {
+      state.remove_output(index, dst);  // an earlier version's output mirrors it no more
+      return;
+    }
     bad = true;  // copied unchanged, counted as bad only
   }
   const std::vector<uint8_t>& bytes = result == DownscaleResult::kKeep ? w.in : w.out;
@@ -163,6 +168,26 @@ void resize_one(const ResizeOptions& o, const std::string& rel, size_t index, Re
   if (!bad) ++(result == DownscaleResult::kKeep ? t.copied : t.downscaled);
   t.bytes_in += static_cast<int64_t>(w.in.size());
   t.bytes_out += static_cast<int64_t>(bytes.size());
+}
+
+// A folder of the source that is a link into the destination (or above it) would mirror the
+// outputs into themselves, one level deeper every run: it and everything under it are left out.
+void leave_out_links_into(data::ImageTree& tree, const fs::path& src, const fs::path& dst) {
+  std::vector<std::string> into;
+  for (const auto& dir : tree.dirs)
+    if (is_inside(dst, src / dir) || is_inside(src / dir, dst)) into.push_back(dir + "/");
+  if (into.empty()) return;
+  const auto under = [&](const std::string& rel) {
+    return std::any_of(into.begin(), into.end(),
+                       [&](const std::string& d) { return rel.rfind(d, 0) == 0; });
+  };
+  const auto images = tree.images.size(), dirs = tree.dirs.size();
+  tree.images.erase(std::remove_if(tree.images.begin(), tree.images.end(), under),
+                    tree.images.end());
+  tree.dirs.erase(std::remove_if(tree.dirs.begin(), tree.dirs.end(),
+                                 [&](const std::string& d) { return under(d + "/"); }),
+                  tree.dirs.end());
+  tree.ignored += static_cast<int64_t>(images - tree.images.size() + dirs - tree.dirs.size());
 }
 
 void validate(const ResizeOptions& o) {
@@ -181,7 +206,8 @@ void validate(const ResizeOptions& o) {
 ResizeSummary resize_tree(const ResizeOptions& o) {
   validate(o);
   Timer timer;
-  const data::ImageTree tree = data::list_image_tree(o.src, /*skip_hidden=*/true);
+  data::ImageTree tree = data::list_image_tree(o.src);
+  leave_out_links_into(tree, o.src, o.dst);
   std::error_code ec;
   fs::create_directories(o.dst, ec);
   if (!fs::is_directory(o.dst))
@@ -207,6 +233,7 @@ ResizeSummary resize_tree(const ResizeOptions& o) {
       if (progress) progress->add();
     });
   }
+  const int64_t removed = state.remove_stale(o.dst, tree.dirs);
   state.compact();
 
   ResizeSummary s;
@@ -214,6 +241,7 @@ ResizeSummary resize_tree(const ResizeOptions& o) {
   s.downscaled = tally.downscaled, s.copied = tally.copied, s.up_to_date = tally.up_to_date;
   s.bad = static_cast<int64_t>(tally.bad.size());
   s.ignored = tree.ignored;
+  s.removed = removed;
   s.bytes_in = tally.bytes_in, s.bytes_out = tally.bytes_out;
   s.bad_images = std::move(tally.bad);
   std::sort(s.bad_images.begin(), s.bad_images.end(),
@@ -238,6 +266,9 @@ std::string format_summary(const ResizeSummary& s, bool copy_bad) {
                 copy_bad ? "copied unchanged" : "skipped", s.bytes_in / 1e6, s.bytes_out / 1e6,
                 static_cast<long long>(s.ignored));
   std::string out = line;
+  if (s.removed > 0)
+    out += "        " + std::to_string(s.removed) +
+           " output(s) of sources gone since the last run removed\n";
   if (s.bad > 0) out += "report: " + s.report.string() + "\n";
   return out;
 }

@@ -30,7 +30,8 @@ struct ResizeSummary {
   int64_t files = 0;  // JPEG names in the source tree: downscaled + copied + up_to_date + bad
   int64_t downscaled = 0, copied = 0, up_to_date = 0;
   int64_t bad = 0;  // unreadable, corrupt or not a file (a FIFO...): skipped, or copied if asked
-  int64_t ignored = 0;  // other entries, hidden ones and directories reached twice: not mirrored
+  int64_t ignored = 0;  // other entries, directories reached twice or leading into DST
+  int64_t removed = 0;  // outputs of sources gone since an earlier run (deleted, renamed): deleted
   int64_t bytes_in = 0, bytes_out = 0;  // of the images processed in this run
   double seconds = 0;
   std::vector<BadImage> bad_images;  // sorted by path

@@ -47,10 +47,53 @@ ResizeState::ResizeState(const fs::path& path, const std::vector<std::string>& i
       p = end + 1;
     }
     if (!ok) continue;
-    const auto it = std::lower_bound(images.begin(), images.end(), p);
-    if (it != images.end() && *it == p)
+    const std::string rel = tsv_unfield(p);
+    const auto it = std::lower_bound(images.begin(), images.end(), rel);
+    if (it != images.end() && *it == rel)
       stamps_[static_cast<size_t>(it - images.begin())] = {v[0], v[1], v[2], v[3]};
+    else
+      gone_[rel] = Stamp{v[0], v[1], v[2], v[3]};
   }
+}
+
+namespace {
+
+// Whether `path` is still the output a stamp recorded (not deleted, replaced or rewritten since).
+bool is_recorded_output(const fs::path& path, int64_t inode, int64_t mtime) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+         static_cast<int64_t>(st.st_ino) == inode && nanoseconds(st.st_mtim) == mtime;
+}
+
+}  // namespace
+
+void ResizeState::remove_output(size_t i, const fs::path& output) {
+  Stamp& s = stamps_[i];
+  if (s.src_size < 0) return;
+  if (is_recorded_output(output, s.out_inode, s.out_mtime)) ::unlink(output.c_str());
+  s = Stamp{};
+}
+
+int64_t ResizeState::remove_stale(const fs::path& dst, const std::vector<std::string>& keep) {
+  int64_t removed = 0;
+  std::vector<std::string> folders;
+  for (const auto& [rel, s] : gone_) {
+    if (is_recorded_output(dst / rel, s.out_inode, s.out_mtime) &&
+        ::unlink((dst / rel).c_str()) == 0)
+      ++removed;
+    for (auto dir = fs::path(rel).parent_path(); !dir.empty(); dir = dir.parent_path())
+      folders.push_back(dir.string());
+  }
+  gone_.clear();
+  // Deepest first, so a folder emptied by its subfolders' removal goes too; rmdir() leaves any
+  // folder that still holds something.
+  std::sort(folders.begin(), folders.end(), [](const std::string& a, const std::string& b) {
+    return a.size() != b.size() ? a.size() > b.size() : a < b;
+  });
+  folders.erase(std::unique(folders.begin(), folders.end()), folders.end());
+  for (const auto& dir : folders)
+    if (!std::binary_search(keep.begin(), keep.end(), dir)) ::rmdir((dst / dir).c_str());
+  return removed;
 }
 
 bool ResizeState::up_to_date(size_t i, const struct stat& in, const struct stat& out) const {
@@ -61,7 +104,8 @@ bool ResizeState::up_to_date(size_t i, const struct stat& in, const struct stat&
 
 std::string ResizeState::line(const Stamp& s, const std::string& path) {
   return std::to_string(s.src_size) + '\t' + std::to_string(s.src_mtime) + '\t' +
-         std::to_string(s.out_inode) + '\t' + std::to_string(s.out_mtime) + '\t' + path + '\n';
+         std::to_string(s.out_inode) + '\t' + std::to_string(s.out_mtime) + '\t' + tsv_field(path) +
+         '\n';
 }
 
 void ResizeState::record(size_t i, const struct stat& in, const struct stat& out) {
@@ -82,6 +126,44 @@ void ResizeState::compact() {
   for (size_t i = 0; i < stamps_.size(); ++i)
     if (stamps_[i].src_size >= 0) text += line(stamps_[i], images_[i]);
   write_file_atomic(path_, text);
+}
+
+std::string tsv_field(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string tsv_unfield(const std::string& field) {
+  std::string out;
+  out.reserve(field.size());
+  for (size_t i = 0; i < field.size(); ++i) {
+    if (field[i] != '\\' || i + 1 == field.size()) {
+      out += field[i];
+      continue;
+    }
+    const char c = field[++i];
+    out += c == 't' ? '\t' : c == 'n' ? '\n' : c == 'r' ? '\r' : c;
+  }
+  return out;
 }
 
 }  // namespace faster::tools

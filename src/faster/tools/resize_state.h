@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -27,7 +28,8 @@ namespace faster::tools {
 class ResizeState {
  public:
   // Reads the journal at `path` (if any) for `images`, the sorted source paths of this run, and
-  // opens it for appending.  Lines for other paths are dropped; a damaged line only costs a redo.
+  // opens it for appending.  Lines for other paths are outputs of sources gone (deleted, renamed):
+  // remove_stale() deletes them.  A damaged line only costs a redo.
   ResizeState(const std::filesystem::path& path, const std::vector<std::string>& images);
 
   // Whether the output of images[i], stat'ed as `out`, was made from its source as `in` is now.
@@ -36,6 +38,14 @@ class ResizeState {
   // `in`; call before renaming it into place.  Thread-safe.  Throws faster::Error if the journal
   // cannot be written.
   void record(size_t i, const struct stat& in, const struct stat& out);
+  // Deletes the output of images[i] at `output` if it is the file recorded for it (made by a run
+  // from an earlier version of the source, which is now bad), and forgets it.  Thread-safe for
+  // distinct i.
+  void remove_output(size_t i, const std::filesystem::path& output);
+  // Deletes the recorded outputs, under `dst`, of sources this run no longer has, where each is
+  // still the file recorded (a file put there since is left alone), then the folders that leaves
+  // empty and `keep` (the mirrored folders, relative) does not name.  Returns the files deleted.
+  int64_t remove_stale(const std::filesystem::path& dst, const std::vector<std::string>& keep);
   // Rewrites the journal with one line per recorded output (atomically).
   void compact();
 
@@ -47,9 +57,15 @@ class ResizeState {
 
   std::filesystem::path path_;
   const std::vector<std::string>& images_;
-  std::vector<Stamp> stamps_;  // by image index; src_size -1: none
+  std::vector<Stamp> stamps_;          // by image index; src_size -1: none
+  std::map<std::string, Stamp> gone_;  // the last line of each source this run does not have
   std::mutex mutex_;
   Fd journal_;
 };
+
+// A path or message as one field of a tab-separated line: backslash, tab, newline and carriage
+// return written as \\, \t, \n, \r (so a file name holding them keeps its line); and back.
+std::string tsv_field(const std::string& text);
+std::string tsv_unfield(const std::string& field);
 
 }  // namespace faster::tools

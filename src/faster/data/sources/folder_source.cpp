@@ -52,7 +52,7 @@ FolderSource::FolderSource(const fs::path& root, bool warn) : root_(root) {
                   .string() +
               " (faster pack: one database per split)");
   }
-  ImageTree tree = list_image_tree(root, /*skip_hidden=*/false);
+  ImageTree tree = list_image_tree(root);
   const auto class_of = [&](const std::string& rel) {
     const size_t slash = rel.find('/');
     if (slash == std::string::npos) return -1;  // directly under root: not a sample

@@ -69,7 +69,7 @@ bool has_jpeg_extension(const std::string& name) {
   return ext == "jpg" || ext == "jpeg";
 }
 
-ImageTree list_image_tree(const fs::path& root, bool skip_hidden) {
+ImageTree list_image_tree(const fs::path& root) {
   struct stat st;
   if (::stat(root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     FASTER_THROW("not a directory: ", root.string());
@@ -96,10 +96,6 @@ ImageTree list_image_tree(const fs::path& root, bool skip_hidden) {
     const std::string dir = std::move(pending.front());
     pending.pop_front();
     for (const DirEntry& e : read_directory(dir.empty() ? root : root / dir)) {
-      if (skip_hidden && e.name[0] == '.') {
-        ++tree.ignored;
-        continue;
-      }
       const std::string rel = dir.empty() ? e.name : dir + "/" + e.name;
       const std::string path = (root / rel).string();
       const bool image_name = has_jpeg_extension(e.name);

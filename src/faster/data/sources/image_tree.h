@@ -26,7 +26,7 @@ struct ImageTree {
   std::vector<std::string> dirs;    // directories entered, relative, sorted (parents first)
   std::vector<std::string> images;  // JPEG-named files, relative, sorted
   std::vector<NotAFile> not_files;  // sorted by path
-  int64_t ignored = 0;  // other entries: other names, hidden ones, directories entered already
+  int64_t ignored = 0;              // other entries: other names, directories entered already
 };
 
 // Lists `root`, following symlinks, each directory entered once: the tree's own directories at
@@ -34,10 +34,11 @@ struct ImageTree {
 // link whose target was entered already adding nothing.  So a link back up the tree (`a/up -> ..`)
 // or from one class folder into another leaves every image once, under its own path, and the
 // result does not depend on the order the file system lists entries in.  A JPEG-named entry that
-// cannot be stat'ed (a dangling link) is listed as an image: reading it fails and names it.  With
-// skip_hidden, names starting with '.' are left out (the tools' own temporaries are hidden).
-// Throws faster::Error if root is not a directory or a directory cannot be listed.
-ImageTree list_image_tree(const std::filesystem::path& root, bool skip_hidden);
+// cannot be stat'ed (a dangling link) is listed as an image: reading it fails and names it.
+// Hidden entries are listed like the others, as torchvision's ImageFolder takes them (a hidden
+// class folder shifts the labels there too), so every tool reads a tree alike.  Throws
+// faster::Error if root is not a directory or a directory cannot be listed.
+ImageTree list_image_tree(const std::filesystem::path& root);
 
 // Reads the whole regular file `path` into `out` (capacity reused) and fills `st` from the open
 // file.  Opened non-blocking and checked with fstat before any read, so a FIFO or device swapped
