@@ -72,6 +72,14 @@ TEST(ImageTrain, ResumeContinuesBitExactly) {
                        (t / "c.ckpt.epoch1").string() + " --json " + (t / "b16.json").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NEAR(read_json(t / "b16.json")["epochs"][0]["lr"].get<double>(), 0.0, 1e-12) << r.output;
+  // Without --model, a resumed run is the checkpoint's model (the default, resnet50, was refused).
+  r = test::run_faster("train --data " + exported(200).string() +
+                       " --res 32 --batch 32 --device cpu --workers 2 --epochs 2 --warmup-epochs 1 "
+                       "--ema 0.9 --resume " +
+                       (t / "c.ckpt.epoch1").string() + " --save " + (t / "inferred.pt").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto inferred = read_state_dict(t / "inferred.pt");
+  for (const auto& kv : a) EXPECT_TRUE(torch::equal(kv.value(), inferred.at(kv.key()))) << kv.key();
   // Nothing left to do, and a checkpoint of another model or class count, are refused by name.
   r = test::run_faster(run + " --resume " + (t / "c.ckpt").string());
   EXPECT_EQ(r.exit_code, 1);
@@ -82,8 +90,10 @@ TEST(ImageTrain, ResumeContinuesBitExactly) {
   EXPECT_NE(r.output.find((t / "c.ckpt.epoch1").string() + " was written with model \"resnet18\""),
             std::string::npos)
       << r.output;
-  r = test::run_faster("train --device cpu --epochs 1 --train-limit 64 --test-limit 64" +
-                       test::fashion_mnist_flag() + " --resume " + (t / "c.ckpt").string());
+  r = test::run_faster(
+      "train --model thinnet --device cpu --epochs 1 --train-limit 64 "
+      "--test-limit 64" +
+      test::fashion_mnist_flag() + " --resume " + (t / "c.ckpt").string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("was written with model"), std::string::npos) << r.output;
   // eval of a checkpoint tests at its run's resolution (--res 32 here), not at 224; --val-res

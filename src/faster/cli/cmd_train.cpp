@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "faster/cli/command.h"
@@ -11,6 +12,7 @@
 #include "faster/models/registry.h"
 #include "faster/models/thinnet.h"
 #include "faster/tools/file_io.h"
+#include "faster/train/checkpoint.h"
 #include "faster/train/parallel/launch.h"
 #include "faster/train/parallel/world.h"
 #include "faster/train/trainer.h"
@@ -203,7 +205,8 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
                 "With --checkpoint: also keep every epoch's as CHECKPOINT.epochN");
   cmd->add_option("--resume", o.resume,
                   "Continue from a --checkpoint file: the next epoch, the same data order, "
-                  "weights, momentum, EMA and schedule");
+                  "weights, momentum, EMA and schedule; its model and recipe unless --model / "
+                  "--recipe name them");
   cmd->add_option("--json", f.json,
                   "Write the run's report (options, per-epoch metrics, time) as JSON");
   add_enum_option(cmd, "--norm", o.norm, kThinNetNorms,
@@ -270,10 +273,19 @@ void apply_recipe(TrainFlags& f) {
   auto& o = f.o;
   const auto unset = [&](const char* flag) { return f.cmd->get_option(flag)->count() == 0; };
   const bool arrays = data::is_small_dataset(o.data);
-  if (unset("--model"))
+  std::optional<train::Recipe> recipe;
+  if (!unset("--recipe")) recipe = f.recipe;
+  if (!o.resume.empty() && unset("--model")) {
+    // A resumed run continues the checkpoint's model, and its recipe unless one is named.
+    const auto meta = train::checkpoint_meta(train::read_state_dict(o.resume), o.resume);
+    o.model = meta.value("model", o.model);
+    const std::string saved = meta.value("options", nlohmann::json::object()).value("recipe", "");
+    if (!recipe && !saved.empty()) recipe = parse_enum(train::kRecipeNames, saved, "--recipe");
+  } else if (unset("--model")) {
     o.model = train::is_speedrun(f.recipe) ? "speednet" : arrays ? "thinnet" : "resnet50";
+  }
   const auto device = train::resolve_device(o.device);
-  o.recipe = unset("--recipe") ? train::default_recipe(o.model, device) : f.recipe;
+  o.recipe = recipe ? *recipe : train::default_recipe(o.model, device);
   const auto r = train::recipe_options(o.recipe);
   if (unset("--epochs")) o.epochs = r.epochs;
   if (unset("--batch")) o.batch = r.batch;
