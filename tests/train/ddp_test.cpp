@@ -252,10 +252,34 @@ TEST(Ddp, BadWorldSettingsAndBusyPort) {
   const auto busy =
       test::run_faster_env("RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port,
                            "train --parallel ddp --device cpu --dist-timeout 5");
+  // A rank whose store connection gets no answer (that port's program is no store) waited for
+  // ever; it now ends a little after --dist-timeout.
+  const auto silent = test::run_faster_env(
+      "RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port,
+      "train --parallel ddp --device cpu --dist-timeout 2");
   close(fd);
   EXPECT_NE(busy.exit_code, 0);
   EXPECT_NE(busy.output.find("port is busy"), std::string::npos) << busy.output;
   EXPECT_NE(busy.output.find("HINT"), std::string::npos) << busy.output;
+  EXPECT_EQ(silent.exit_code, 1) << silent.output;
+  EXPECT_NE(silent.output.find("rank 1 could not join the job at 127.0.0.1:" + port +
+                               " within 2 s: no answer from the store there"),
+            std::string::npos)
+      << silent.output;
+  // Rank 0 without its peer ends at --dist-timeout, saying how many joined (it waited twice as
+  // long and said "Socket Timeout").
+  const auto started = std::chrono::steady_clock::now();
+  const auto alone =
+      test::run_faster_env("RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port,
+                           "train --parallel ddp --device cpu --dist-timeout 4");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_EQ(alone.exit_code, 1) << alone.output;
+  EXPECT_NE(
+      alone.output.find("rank 0: 1 of 2 ranks joined the job at 127.0.0.1:" + port + " within 4 s"),
+      std::string::npos)
+      << alone.output;
+  EXPECT_LT(seconds, 8.0) << alone.output;
   const auto nproc = test::run_faster("train --nproc 2 --device cpu");
   EXPECT_NE(nproc.output.find("--nproc needs --parallel ddp"), std::string::npos) << nproc.output;
   const auto port0 = test::run_faster_env("MASTER_PORT=70000",

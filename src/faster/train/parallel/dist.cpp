@@ -1,9 +1,15 @@
 // Dist: TCPStore rendezvous and the Gloo group (NCCL comes from dist_nccl_cuda.cpp).
 #include "faster/train/parallel/dist.h"
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <exception>
+#include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -59,28 +65,86 @@ bool is_loopback(const std::string& addr) {
   return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
 }
 
-// The rendezvous: rank 0 serves the store; a busy port or an unreachable master becomes one line.
-c10::intrusive_ptr<c10d::Store> rendezvous(const WorldInfo& w, std::chrono::milliseconds timeout) {
+std::string seconds_text(std::chrono::milliseconds t) {
+  return std::to_string(t.count() / 1000) + " s";
+}
+
+// Rank 0 serves the store, the others connect to it (retrying until `timeout`); then every rank
+// counts itself in and waits until all have, within the same `timeout` from the start.  The store's
+// own wait for its workers is not used: LibTorch 1.13's gives up at its timeout without an error,
+// and Gloo then waited as long again before a bare "Socket Timeout".
+c10::intrusive_ptr<c10d::Store> join_store(const WorldInfo& w, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const std::string where = w.master_addr + ":" + std::to_string(w.master_port);
   c10d::TCPStoreOptions o;
   o.port = static_cast<uint16_t>(w.master_port);
   o.isServer = w.rank == 0;
   o.numWorkers = w.world;
-  o.waitWorkers = true;
+  o.waitWorkers = false;
   o.timeout = timeout;
+  c10::intrusive_ptr<c10d::Store> store;
   try {
-    return c10::make_intrusive<c10d::TCPStore>(w.master_addr, o);
+    store = c10::make_intrusive<c10d::TCPStore>(w.master_addr, o);
   } catch (const std::exception& e) {
     const std::string what = e.what();
-    const std::string where = w.master_addr + ":" + std::to_string(w.master_port);
     if (what.find("in use") != std::string::npos || what.find("EADDRINUSE") != std::string::npos)
       throw Error("rank 0 cannot listen on " + where + ": the port is busy",
                   "set MASTER_PORT (or torchrun --master-port) to a free port");
     throw Error("rank " + std::to_string(w.rank) + " could not join the job at " + where +
-                    " within " + std::to_string(timeout.count() / 1000) +
-                    " s: " + what.substr(0, what.find('\n')),
+                    " within " + seconds_text(timeout) + ": " + what.substr(0, what.find('\n')),
                 "check MASTER_ADDR/MASTER_PORT and that all " + std::to_string(w.world) +
                     " ranks were started");
   }
+  const std::string key = "faster/joined";
+  for (int64_t joined = store->add(key, 1); joined < w.world; joined = store->add(key, 0)) {
+    if (std::chrono::steady_clock::now() > deadline)
+      throw Error("rank " + std::to_string(w.rank) + ": " + std::to_string(joined) + " of " +
+                      std::to_string(w.world) + " ranks joined the job at " + where + " within " +
+                      seconds_text(timeout),
+                  "start all " + std::to_string(w.world) +
+                      " ranks (a rank that did not come says why in its own output), or give "
+                      "them more time (--dist-timeout)");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return store;
+}
+
+// The rendezvous, bounded: a rank whose store connection gets no answer (another program holds
+// MASTER_PORT on rank 0's host) would wait in LibTorch's read for ever, so the join runs on its own
+// thread and this one gives up a little after the timeout with one line (the thread is left
+// blocked; the process ends with the error).
+c10::intrusive_ptr<c10d::Store> rendezvous(const WorldInfo& w, std::chrono::milliseconds timeout) {
+  struct Join {
+    std::mutex mutex;
+    std::condition_variable done_cv;
+    bool done = false;
+    c10::intrusive_ptr<c10d::Store> store;
+    std::exception_ptr error;
+  };
+  auto join = std::make_shared<Join>();
+  std::thread([join, w, timeout] {
+    c10::intrusive_ptr<c10d::Store> store;
+    std::exception_ptr error;
+    try {
+      store = join_store(w, timeout);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::lock_guard<std::mutex> lock(join->mutex);
+    join->store = std::move(store);
+    join->error = error;
+    join->done = true;
+    join->done_cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(join->mutex);
+  if (!join->done_cv.wait_for(lock, timeout + std::chrono::seconds(5), [&] { return join->done; }))
+    throw Error("rank " + std::to_string(w.rank) + " could not join the job at " + w.master_addr +
+                    ":" + std::to_string(w.master_port) + " within " + seconds_text(timeout) +
+                    ": no answer from the store there",
+                "is another program listening on MASTER_PORT on rank 0's host? Check "
+                "MASTER_ADDR/MASTER_PORT and that rank 0 was started");
+  if (join->error) std::rethrow_exception(join->error);
+  return join->store;
 }
 
 }  // namespace
