@@ -280,6 +280,14 @@ TEST(Ddp, BadWorldSettingsAndBusyPort) {
       std::string::npos)
       << alone.output;
   EXPECT_LT(seconds, 8.0) << alone.output;
+  // torchrun (or srun -n 2) without --parallel ddp: two lone runs writing the same files before.
+  const auto lone = test::run_faster_env(
+      "RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port, "train --device cpu");
+  EXPECT_EQ(lone.exit_code, 2) << lone.output;
+  EXPECT_NE(lone.output.find("one rank of a launched job (WORLD_SIZE=2) but --parallel ddp is not "
+                             "given"),
+            std::string::npos)
+      << lone.output;
   const auto nproc = test::run_faster("train --nproc 2 --device cpu");
   EXPECT_NE(nproc.output.find("--nproc needs --parallel ddp"), std::string::npos) << nproc.output;
   const auto port0 = test::run_faster_env("MASTER_PORT=70000",

@@ -401,7 +401,20 @@ void resolve_flags(TrainFlags& f) {
 int run_train(TrainFlags& f) {
   auto& o = f.o;
   resolve_flags(f);
-  if (f.nproc != 0) {
+  if (f.cmd->get_option("--gpus")->count() > 0 && o.parallel != train::Parallel::kDp)
+    FASTER_USAGE_ERROR("--gpus needs --parallel dp (ddp: one GPU per rank)");
+  if (o.parallel != train::Parallel::kDdp) {
+    // One rank of a launched job (torchrun, srun -n N) without DDP would train alone, N times over,
+    // each writing the same --save and --checkpoint.
+    const char* world = std::getenv("WORLD_SIZE");
+    if ((world && std::atoi(world) > 1) || train::in_slurm_step())
+      FASTER_USAGE_ERROR(
+          "this process is one rank of a launched job (",
+          world && *world ? "WORLD_SIZE=" + std::string(world) : std::string("an srun step"),
+          ") but --parallel ddp is not given: each rank would train alone; add --parallel ddp");
+  }
+  if (f.cmd->get_option("--nproc")->count() > 0) {
+    check_range("--nproc", f.nproc, 1, 1024);
     if (o.parallel != train::Parallel::kDdp) FASTER_USAGE_ERROR("--nproc needs --parallel ddp");
     const char* rank = std::getenv("RANK");
     if ((rank && *rank) || train::in_slurm_step())
