@@ -49,11 +49,12 @@ struct DamageFixture {
     LmdbWriter writer(tmp / "db", 64 << 20);
     for (int i = 0; i < 1260; ++i) {
       auto image = i % 42 == 41 ? large[i % 3] : small[i % 16];
-      writer.append(i % 3, fmt::crc32(image.data(), image.size()), std::move(image));
+      writer.append(i / 420, fmt::crc32(image.data(), image.size()), std::move(image));
     }
-    fmt::Metadata m;
+    fmt::Metadata m;  // in class order, as pack writes them
     m.count = writer.count();
     m.classes = {"a", "b", "c"};
+    m.class_counts = {420, 420, 420};
     writer.finish(m);
     clean = test::read_file(tmp / "db/data.mdb");
     for (size_t p = 2; p < clean.size() / kPage; ++p) {

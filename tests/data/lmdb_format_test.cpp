@@ -71,7 +71,9 @@ TEST(LmdbFormat, MetadataRoundTripsAndIsValidated) {
   m.options = {{"max_size", 160}, {"quality", 90}};
   m.image_bytes = 1234;
   m.skipped = nlohmann::json::array({{{"path", "cat/bad.JPEG"}, {"reason", "truncated"}}});
+  m.class_counts = {1, 2};
   const Metadata back = decode_metadata(encode_metadata(m), "db");
+  EXPECT_EQ(back.class_counts, m.class_counts);
   EXPECT_EQ(back.count, 3);
   EXPECT_EQ(back.classes, m.classes);
   EXPECT_EQ(back.source, m.source);
@@ -88,6 +90,10 @@ TEST(LmdbFormat, MetadataRoundTripsAndIsValidated) {
     return std::string("no error");
   };
   EXPECT_NE(message("not json").find("the/db: metadata record is not JSON"), std::string::npos);
+  EXPECT_NE(message(R"({"format":"faster-lmdb","version":1,"count":3,"classes":["a","b"],)"
+                    R"("class_counts":[1,1]})")
+                .find("class_counts (2 classes) do not add up to its 2 classes and 3 records"),
+            std::string::npos);
   EXPECT_NE(message(R"({"format":"other","version":1,"count":1,"classes":[]})").find("format"),
             std::string::npos);
   EXPECT_NE(message(R"({"format":"faster-lmdb","version":99,"count":1,"classes":[]})")

@@ -289,6 +289,42 @@ void damage(const fs::path& db, const std::function<void(const data::LmdbTxn&)>&
   txn.commit();
 }
 
+// A label is outside the checksum: changed in place, the record still decodes.  The metadata's
+// class counts fix every record's label, so a change even at a class boundary (record 2, the last
+// ant, made a bee: labels still in order) is found, as is one out of order (record 0).
+TEST(Pack, VerifyFindsAChangedLabel) {
+  PackTree t;
+  ASSERT_EQ(run_faster(t.args()).exit_code, 0);
+  ASSERT_TRUE(tools::verify_database(t.db, 1, false).ok());
+  const auto set_label = [&](int index, int label) {
+    damage(t.db, [&](const data::LmdbTxn& txn) {
+      const auto key = fmt::record_key(index);
+      MDB_val k{key.view().size(), const_cast<char*>(key.text)}, v;
+      FASTER_CHECK_LMDB(mdb_get(txn.get(), txn.dbi(), &k, &v), "test");
+      std::string value(static_cast<const char*>(v.mv_data), v.mv_size);
+      const auto record = fmt::read_record(value.data(), value.size());
+      fmt::write_record_header(label, record->crc, reinterpret_cast<uint8_t*>(value.data()));
+      MDB_val nv{value.size(), value.data()};
+      FASTER_CHECK_LMDB(mdb_put(txn.get(), txn.dbi(), &k, &nv, 0), "test");
+    });
+  };
+  for (const auto& [index, label] : {std::pair{2, 1}, std::pair{0, 2}}) {
+    SCOPED_TRACE(index);
+    set_label(index, label);
+    const tools::VerifyReport report = tools::verify_database(t.db, 1, false);
+    EXPECT_EQ(report.damaged, 1);
+    ASSERT_EQ(report.problems.size(), 1u);
+    EXPECT_NE(report.problems[0].find("key " + std::string(fmt::record_key(index).view()) +
+                                      ": label " + std::to_string(label) +
+                                      ", but the metadata's class counts make it a record of "
+                                      "class 0"),
+              std::string::npos)
+        << report.problems[0];
+    set_label(index, 0);  // an ant again
+  }
+  EXPECT_TRUE(tools::verify_database(t.db, 1, false).ok());
+}
+
 TEST(Pack, VerifyFindsAFlippedByteAMissingRecordAndATruncatedFile) {
   PackTree t;
   ASSERT_EQ(run_faster(t.args()).exit_code, 0);

@@ -199,6 +199,7 @@ fmt::Metadata make_metadata(const PackOptions& o, const data::Source& source,
   m.created = utc_now();
   m.writer = std::string("faster ") + FASTER_VERSION;
   for (const auto& b : s.bad_images) m.skipped.push_back({{"path", b.path}, {"reason", b.reason}});
+  m.class_counts = s.class_counts;
   return m;
 }
 
@@ -219,6 +220,7 @@ void write_all(const PackOptions& o, const data::FolderSource& source, int worke
   });
   std::optional<Progress> progress;
   if (o.progress) progress.emplace("pack", n, "img");
+  s.class_counts.assign(source.classes().size(), 0);
   for (int64_t i = 0; i < n; ++i) {
     Slot* slot = ring.wait(i);
     if (!slot) break;  // a worker failed: join() below rethrows its error
@@ -230,6 +232,7 @@ void write_all(const PackOptions& o, const data::FolderSource& source, int worke
       s.bytes_in += slot->bytes_in;
       s.bytes_out += static_cast<int64_t>(slot->bytes.size());
       s.downscaled += slot->downscaled;
+      ++s.class_counts[static_cast<size_t>(slot->label)];
       writer.append(slot->label, slot->crc, std::move(slot->bytes));
       slot->bytes = writer.take_spare();
     }

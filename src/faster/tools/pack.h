@@ -25,7 +25,8 @@ struct PackSummary {
   int64_t bytes_in = 0, bytes_out = 0;  // source files read, image bytes stored
   int map_growths = 0;                  // times the map was full and was enlarged
   double seconds = 0;
-  std::vector<BadImage> bad_images;  // also in the metadata record ("skipped")
+  std::vector<BadImage> bad_images;   // also in the metadata record ("skipped")
+  std::vector<int64_t> class_counts;  // records packed per class (the metadata's class_counts)
 };
 
 // Packs the samples of data::FolderSource(src) (the loader's view: classes sorted, labels by class
@@ -45,8 +46,10 @@ struct VerifyReport {
 
 // Checks LMDB's pages (data::LmdbEnv::open_read_only), the metadata, that the keys are exactly
 // records 0..count-1, and that every record's checksum matches, its label names a class and its
-// image decodes.  Throws faster::Error only when `db` is not an LMDB database at all, or a
-// truncated one; damage is reported, not thrown.
+// image decodes; and the labels in record order: the metadata's class_counts fix each record's
+// (older databases: labels never decrease, records being in class order).  Throws faster::Error
+// only when `db` is not an LMDB database at all, or a truncated one; damage is reported, not
+// thrown.
 VerifyReport verify_database(const std::filesystem::path& db, int workers, bool progress);
 std::string format_report(const VerifyReport& report, const std::filesystem::path& db);
 

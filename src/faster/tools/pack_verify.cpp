@@ -1,6 +1,7 @@
 // `faster pack --verify`: re-reads a packed database and lists everything that does not hold up.
 // It walks the raw keys itself instead of opening an LmdbSource, which stops at the first problem;
 // damaged LMDB pages end the check at once (LMDB would crash on them).
+#include <algorithm>
 #include <cstdio>
 #include <mutex>
 #include <optional>
@@ -95,6 +96,34 @@ void check_record(const Record& rec, int64_t classes, data::JpegDecoder& decoder
   }
 }
 
+// Records are in class order: with the metadata's class_counts each record's label is known
+// (label k for the next class_counts[k] records); without them (older databases), labels never
+// decrease.  A label changed in place (it is outside the checksum) breaks one or the other.
+void check_label_order(const std::vector<Record>& records, int64_t classes,
+                       const std::vector<int64_t>& class_counts, Findings& f) {
+  size_t cls = 0;
+  int64_t left = class_counts.empty() ? -1 : class_counts[0], previous = 0;
+  for (const Record& rec : records) {
+    const auto record = fmt::read_record(rec.value.mv_data, rec.value.mv_size);
+    if (!class_counts.empty()) {
+      while (left == 0 && cls + 1 < class_counts.size()) left = class_counts[++cls];
+      --left;
+    }
+    if (!record || record->label < 0 || (classes >= 0 && record->label >= classes))
+      continue;  // reported by check_record
+    const auto key = fmt::record_key(rec.index);
+    if (!class_counts.empty() && record->label != static_cast<int>(cls))
+      f.add(detail::concat("key ", key.view(), ": label ", record->label,
+                           ", but the metadata's class counts make it a record of class ", cls),
+            true);
+    else if (class_counts.empty() && record->label < previous)
+      f.add(detail::concat("key ", key.view(), ": label ", record->label, " after label ", previous,
+                           " (records are in class order)"),
+            true);
+    previous = std::max<int64_t>(previous, record->label);
+  }
+}
+
 }  // namespace
 
 VerifyReport verify_database(const fs::path& db, int workers, bool progress) {
@@ -120,6 +149,9 @@ VerifyReport verify_database(const fs::path& db, int workers, bool progress) {
     f.add(detail::concat("metadata says ", meta->count, " records, the database holds ", r.records),
           false);
 
+  // With records missing, the counts cannot place the rest (reported above).
+  if (!meta || meta->count == r.records)
+    check_label_order(records, r.classes, meta ? meta->class_counts : std::vector<int64_t>{}, f);
   workers = worker_count(workers, r.records);
   std::vector<data::JpegDecoder> decoders(static_cast<size_t>(workers));
   std::vector<data::ImageBuffer> images(static_cast<size_t>(workers));

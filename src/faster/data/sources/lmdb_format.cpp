@@ -96,6 +96,7 @@ std::string encode_metadata(const Metadata& m) {
       {"classes", m.classes},         {"source", m.source},   {"options", m.options},
       {"image_bytes", m.image_bytes}, {"created", m.created}, {"writer", m.writer},
       {"skipped", m.skipped}};
+  if (!m.class_counts.empty()) j["class_counts"] = m.class_counts;
   return j.dump(1);
 }
 
@@ -119,6 +120,15 @@ Metadata decode_metadata(std::string_view value, const std::string& where) {
   m.created = j.value("created", "");
   m.writer = j.value("writer", "");
   m.skipped = j.value("skipped", nlohmann::json::array());
+  if (j.contains("class_counts")) {
+    m.class_counts = json_field<std::vector<int64_t>>(j, "class_counts", where);
+    int64_t sum = 0;
+    for (const int64_t c : m.class_counts) sum += c < 0 ? m.count + 1 : c;
+    if (m.class_counts.size() != m.classes.size() || sum != m.count)
+      FASTER_THROW(where, ": metadata class_counts (", m.class_counts.size(),
+                   " classes) do not add up to its ", m.classes.size(), " classes and ", m.count,
+                   " records");
+  }
   return m;
 }
 

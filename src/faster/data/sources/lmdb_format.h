@@ -60,6 +60,9 @@ struct Metadata {
   std::string created;                                // UTC, ISO 8601
   std::string writer;                                 // "faster 0.1.0"
   nlohmann::json skipped = nlohmann::json::array();   // [{path, reason}] left out while packing
+  // Records per class, in label order (records are in class order, so these fix every record's
+  // label); empty in databases written before it was recorded.
+  std::vector<int64_t> class_counts;
 };
 std::string encode_metadata(const Metadata& meta);
 // Parses and validates the metadata value; errors name `where` (the database path).
