@@ -276,6 +276,21 @@ TEST(Export, ReRunSkipsFinishedFilesAndRemakesMissingOrDamagedOnes) {
   const tools::ExportSummary again = run_export(tmp / "cifar", out);
   EXPECT_EQ(again.written, 0);
   EXPECT_EQ(again.up_to_date, 26);
+  // Files export does not write are refused by name (a re-run took them in, and loaders then saw
+  // an eleventh class and a bad image); without them the re-run goes on.
+  for (const std::string stray : {"train/zz_extra/1.jpg", "notes.txt", "val/0_airplane/x.jpg"}) {
+    fs::create_directories((out / stray).parent_path());
+    write_file(out / stray, "not export's");
+    const RunResult refused =
+        run_faster("export --data " + quoted(tmp / "cifar") + " --out " + quoted(out));
+    EXPECT_EQ(refused.exit_code, 1) << refused.output;
+    const std::string named = stray == "train/zz_extra/1.jpg" ? "train/zz_extra" : stray;
+    EXPECT_NE(refused.output.find("holds " + named + ", which this export does not write"),
+              std::string::npos)
+        << refused.output;
+    fs::remove_all(out / fs::path(named));
+  }
+  EXPECT_EQ(run_export(tmp / "cifar", out).up_to_date, 26);
 }
 
 TEST(Export, RefusesBadInputWithAOneLineErrorNamingThePath) {

@@ -11,6 +11,8 @@
 #include <cctype>
 #include <cstdio>
 #include <optional>
+#include <string>
+#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 
@@ -112,6 +114,36 @@ void check_and_write_manifest(const ExportOptions& o, const nlohmann::json& iden
                                    {"classes", folders},
                                    {"options", options}};
   write_file_atomic(path, manifest.dump(1) + "\n");
+}
+
+// A re-run adds to its own tree only: anything in OUT this export would not write (a stray file, a
+// class folder of another dataset) is refused, since loaders would read it as data.  Its own
+// temporaries (left by a kill; removed before writing) are allowed.
+void check_only_export_files(const fs::path& out, const Split (&splits)[2],
+                             const std::vector<std::string>& folders) {
+  std::unordered_set<std::string> expected = {kExportManifest};
+  for (const Split& split : splits) {
+    const std::string name = split.dir.filename().string();
+    expected.insert(name);
+    for (const auto& folder : folders) expected.insert(name + "/" + folder);
+    const data::ArrayDataset& ds = *split.images;
+    for (int64_t i = 0; i < ds.n; ++i)
+      expected.insert(name + "/" + folders[static_cast<size_t>(ds.labels[static_cast<size_t>(i)])] +
+                      "/" + export_file_name(i, split.full_count));
+  }
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(out, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    const std::string rel = it->path().lexically_relative(out).string();
+    const std::string file = it->path().filename().string();
+    const bool temporary = file[0] == '.' && file.size() > 11 &&
+                           file.compare(file.size() - 11, 11, ".faster-tmp") == 0;
+    if (!expected.count(rel) && !temporary)
+      throw Error(detail::concat("--out ", out.string(), " holds ", rel,
+                                 ", which this export does not write"),
+                  "remove it, or use another --out: export never mixes its files with others");
+  }
+  if (ec) FASTER_THROW("cannot list --out ", out.string(), ": ", ec.message());
 }
 
 // A file written by an earlier run is finished: it only ever appears whole under its name, and
@@ -230,7 +262,9 @@ ExportSummary export_dataset(const ExportOptions& o) {
   if (!fs::is_directory(o.out))
     FASTER_THROW("cannot create --out ", o.out.string(), ": ", ec.message());
   DirectoryLock lock(o.out, "'faster export'");
+  const bool again = fs::exists(o.out / kExportManifest, ec);
   check_and_write_manifest(o, identity, folders);
+  if (again) check_only_export_files(o.out, splits, folders);
   for (const Split& split : splits) {
     prepare_output_directory(split.dir);
     // Every class gets its folder, even one that --limit leaves empty: labels stay the same.
