@@ -1,6 +1,7 @@
 // `faster synth`: deterministic, ImageNet-like sizes and file sizes, learnable labels, atomic tree.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -94,7 +95,7 @@ TEST(Synth, TreeIsDeterministicAndComplete) {
   synth_dataset(o);
   int files = 0;
   for (const auto& e : fs::recursive_directory_iterator(a.path())) {
-    if (!e.is_regular_file()) continue;
+    if (!e.is_regular_file() || e.path().filename() == ".faster-synth.json") continue;
     ++files;
     const std::string name = e.path().filename().string();
     EXPECT_NE(name[0], '.') << "temporary file left: " << e.path();
@@ -116,6 +117,35 @@ TEST(Synth, TreeIsDeterministicAndComplete) {
   synth_dataset(o);
   EXPECT_NE(test::read_file(a.path() / "train" / synth_class_name(0) / synth_file_name(0, 0)),
             test::read_file(b.path() / "train" / synth_class_name(0) / synth_file_name(0, 0)));
+}
+
+// A re-run replaces an earlier synth tree, files the new one does not make included (a smaller
+// tree once kept the bigger one's extra classes and val/); a folder holding anything else is
+// refused.
+TEST(Synth, ReplacesAnEarlierTreeAndRefusesOthers) {
+  test::TempDir t;
+  SynthOptions o;
+  o.classes = 3, o.images = 2, o.val = 1, o.workers = 2, o.progress = false;
+  o.out = t / "s";
+  EXPECT_EQ(synth_dataset(o).files, 9);
+  o.classes = 2, o.images = 1, o.val = 0, o.seed = 5;
+  EXPECT_EQ(synth_dataset(o).files, 2);
+  std::vector<std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(o.out))
+    files.push_back(fs::relative(e.path(), o.out).string());
+  std::sort(files.begin(), files.end());
+  const std::vector<std::string> want = {
+      ".faster-synth.json",           "train",
+      "train/" + synth_class_name(0), "train/" + synth_class_name(0) + "/" + synth_file_name(0, 0),
+      "train/" + synth_class_name(1), "train/" + synth_class_name(1) + "/" + synth_file_name(1, 1)};
+  EXPECT_EQ(files, want);
+  fs::create_directories(t / "other");
+  test::write_file(t / "other/notes.txt", "mine");
+  const auto r = test::run_faster("synth --classes 2 --images 1 --out " + (t / "other").string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("is not empty and holds no faster synth tree"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(test::read_file(t / "other/notes.txt"), "mine");
 }
 
 TEST(Synth, CliErrorsAreOneLine) {

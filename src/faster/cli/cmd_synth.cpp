@@ -18,7 +18,10 @@ void add_synth(CLI::App& root, int& exit_code) {
       "90),\n"
       "class-dependent content, deterministic from --seed.");
   auto o = std::make_shared<tools::SynthOptions>();
-  cmd->add_option("--out", o->out, "Destination folder (created; existing files are replaced)")
+  cmd->add_option("--out", o->out,
+                  "Destination folder: new, empty, or an earlier synth tree, which this run "
+                  "replaces (its files that this run does not make again are deleted); a folder "
+                  "holding anything else is refused")
       ->required();
   cmd->add_option("--classes", o->classes, "Number of classes")->capture_default_str();
   cmd->add_option("--images", o->images, "Training images per class")->capture_default_str();

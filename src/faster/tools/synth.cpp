@@ -11,13 +11,18 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <unordered_set>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "faster/core/error.h"
 #include "faster/core/parallel.h"
 #include "faster/core/progress.h"
 #include "faster/core/timer.h"
 #include "faster/data/decode/jpeg_encoder.h"
+#include "faster/tools/file_io.h"
 
 namespace faster::tools {
 namespace fs = std::filesystem;
@@ -219,12 +224,72 @@ std::vector<Job> plan(const SynthOptions& o) {
     const int per_class = std::string(split) == "train" ? o.images : o.val;
     for (int c = 0; c < o.classes && per_class > 0; ++c) {
       const fs::path dir = o.out / split / synth_class_name(c);
-      fs::create_directories(dir);
       for (int i = 0; i < per_class; ++i, ++index)
         jobs.push_back({dir / synth_file_name(c, index), c, index});
     }
   }
   return jobs;
+}
+
+constexpr const char* kSynthManifest = ".faster-synth.json";
+
+nlohmann::json manifest_options(const SynthOptions& o) {
+  return {{"classes", o.classes},
+          {"images", o.images},
+          {"val", o.val},
+          {"seed", o.seed},
+          {"quality", o.quality}};
+}
+
+// OUT is new, empty, or an earlier synth tree, which this run replaces: the files it does not make
+// again are deleted (from the earlier run's manifest, nothing else), then the folders that leaves
+// empty.  Anything else is refused: synth never mixes its files with others.
+void prepare_out(const SynthOptions& o, const std::vector<Job>& jobs) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(o.out, ec);
+  if (fs::exists(st) && !fs::is_directory(st))
+    throw Error("--out " + o.out.string() + " is a file, not a folder", "choose a new folder");
+  const fs::path manifest = o.out / kSynthManifest;
+  if (fs::exists(manifest, ec)) {
+    std::FILE* f = std::fopen(manifest.c_str(), "rb");
+    const nlohmann::json before = f ? nlohmann::json::parse(f, nullptr, false) : nlohmann::json();
+    if (f) std::fclose(f);
+    const nlohmann::json options =
+        before.is_object() ? before.value("options", nlohmann::json()) : nlohmann::json();
+    SynthOptions old = o;
+    try {
+      old.classes = options.at("classes").get<int>();
+      old.images = options.at("images").get<int>();
+      old.val = options.at("val").get<int>();
+    } catch (const std::exception&) {
+      FASTER_THROW("--out ", o.out.string(), ": ", kSynthManifest,
+                   " is not a faster synth manifest");
+    }
+    if (old.classes < 1 || old.classes > 100000 || old.images < 1 || old.images > 1000000 ||
+        old.val < 0 || old.val > 1000000)
+      FASTER_THROW("--out ", o.out.string(), ": ", kSynthManifest,
+                   " is not a faster synth manifest");
+    std::unordered_set<std::string> now;
+    for (const Job& j : jobs) now.insert(j.path.string());
+    std::vector<fs::path> dirs;
+    for (const Job& j : plan(old)) {
+      if (!now.count(j.path.string())) fs::remove(j.path, ec);
+      if (dirs.empty() || dirs.back() != j.path.parent_path()) dirs.push_back(j.path.parent_path());
+    }
+    for (const auto& dir : dirs) ::rmdir(dir.c_str());  // only if left empty
+    for (const char* split : {"train", "val"}) ::rmdir((o.out / split).c_str());
+  } else if (fs::exists(st) && !fs::is_empty(o.out, ec)) {
+    throw Error("--out " + o.out.string() + " is not empty and holds no faster synth tree (no " +
+                    kSynthManifest + ")",
+                "choose a new or empty folder: synth never mixes its files with others");
+  }
+  fs::create_directories(o.out, ec);
+  if (!fs::is_directory(o.out, ec))
+    FASTER_THROW("cannot create --out ", o.out.string(), ": ", ec.message());
+  write_file_atomic(
+      manifest,
+      nlohmann::json({{"tool", "faster synth"}, {"options", manifest_options(o)}}).dump(1) + "\n");
+  for (const Job& j : jobs) fs::create_directories(j.path.parent_path(), ec);
 }
 
 // Writes to a hidden temporary name in the same folder, then renames: a reader (or a re-run after
@@ -255,6 +320,7 @@ SynthSummary synth_dataset(const SynthOptions& o) {
   check_range("--quality", o.quality, 1, 100);
   check_workers(o.workers);
   const std::vector<Job> jobs = plan(o);
+  prepare_out(o, jobs);
   const int64_t n = static_cast<int64_t>(jobs.size());
   Timer timer;
   std::atomic<int64_t> bytes{0}, pixels{0}, width_sum{0}, height_sum{0};
