@@ -134,14 +134,24 @@ TEST(ImageTrain, TorchvisionLoadsTheSavedWeightsAndEvalReadsThemBack) {
       (t / "ours.pt").string() +
       "'), strict=True); "
       "torch.save(m.state_dict(), '" +
-      (t / "theirs.pt").string() + "')\" 2>&1");
+      (t / "theirs.pt").string() +
+      "'); "
+      // What load_state_dict also takes: a DataParallel model's names, and PyTorch < 0.4.1's
+      // BatchNorm without num_batches_tracked.
+      "torch.save(torch.nn.DataParallel(m).state_dict(), '" +
+      (t / "wrapped.pt").string() +
+      "'); "
+      "torch.save({k: v for k, v in m.state_dict().items() if 'num_batches' not in k}, '" +
+      (t / "legacy.pt").string() + "')\" 2>&1");
   ASSERT_EQ(py.exit_code, 0) << py.output;
-  r = test::run_faster(eval + (t / "theirs.json").string() + " --weights " +
-                       (t / "theirs.pt").string());
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const auto theirs = read_json(t / "theirs.json");
-  EXPECT_DOUBLE_EQ(theirs["top1"].get<double>(), ours["top1"].get<double>());
-  EXPECT_DOUBLE_EQ(theirs["loss"].get<double>(), ours["loss"].get<double>());
+  for (const char* name : {"theirs", "wrapped", "legacy"}) {
+    r = test::run_faster(eval + (t / (std::string(name) + ".json")).string() + " --weights " +
+                         (t / (std::string(name) + ".pt")).string());
+    ASSERT_EQ(r.exit_code, 0) << name << ": " << r.output;
+    const auto theirs = read_json(t / (std::string(name) + ".json"));
+    EXPECT_DOUBLE_EQ(theirs["top1"].get<double>(), ours["top1"].get<double>()) << name;
+    EXPECT_DOUBLE_EQ(theirs["loss"].get<double>(), ours["loss"].get<double>()) << name;
+  }
 }
 
 // JSON lines per epoch and an SVG chart in --log-dir; progressive resizing and a higher

@@ -731,6 +731,30 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   return report;
 }
 
+// What torchvision's load_state_dict also takes: a DataParallel / DDP model's state_dict (every
+// name under "module."), and one saved before PyTorch 0.4.1, whose BatchNorm layers have no
+// num_batches_tracked (BatchNorm fills it in; it only counts steps and changes no output).
+c10::Dict<std::string, torch::Tensor> as_plain_state_dict(
+    const c10::Dict<std::string, torch::Tensor>& dict) {
+  const std::string wrapped = "module.";
+  bool all_wrapped = !dict.empty();
+  for (const auto& kv : dict) all_wrapped = all_wrapped && kv.key().rfind(wrapped, 0) == 0;
+  c10::Dict<std::string, torch::Tensor> out;
+  for (const auto& kv : dict)
+    out.insert(all_wrapped ? kv.key().substr(wrapped.size()) : kv.key(), kv.value());
+  const std::string mean = ".running_mean";
+  std::vector<std::string> missing;
+  for (const auto& kv : out) {
+    const std::string& k = kv.key();
+    if (k.size() > mean.size() && k.compare(k.size() - mean.size(), mean.size(), mean) == 0) {
+      const std::string counter = k.substr(0, k.size() - mean.size()) + ".num_batches_tracked";
+      if (!out.contains(counter)) missing.push_back(counter);
+    }
+  }
+  for (const auto& k : missing) out.insert(k, torch::zeros({}, torch::kLong));
+  return out;
+}
+
 EvalReport evaluate(const EvalOptions& e) {
   check_range("--batch", e.batch, 1, data::kMaxBatch);
   check_range("--workers", e.workers, 1, data::kMaxWorkers);
@@ -757,7 +781,7 @@ EvalReport evaluate(const EvalOptions& e) {
   d.classes = d.val->classes();
 
   // The weights: a state_dict (faster's or torchvision's) or a faster checkpoint's model.
-  const auto dict = read_state_dict(e.weights);
+  const auto dict = as_plain_state_dict(read_state_dict(e.weights));
   const std::string prefix = is_checkpoint(dict) ? "model." : "";
   std::map<std::string, std::vector<int64_t>> shapes;
   for (const auto& kv : dict)
