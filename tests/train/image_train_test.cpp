@@ -64,6 +64,29 @@ TEST(ImageTrain, ResumeContinuesBitExactly) {
   const auto a = read_state_dict(t / "straight.pt"), b = read_state_dict(t / "resumed.pt");
   ASSERT_EQ(a.size(), b.size());
   for (const auto& kv : a) EXPECT_TRUE(torch::equal(kv.value(), b.at(kv.key()))) << kv.key();
+  // eval of the checkpoint scores the average of weights the run tested, as eval of --save (that
+  // average) does; --no-ema its own weights; channels-last reorders the flat average.
+  const auto scored = [&](const std::string& weights, const std::string& flags) {
+    const auto e =
+        test::run_faster("eval --device cpu --val-res 32 --data " + exported(200).string() +
+                         " --weights " + weights + flags + " --json " + (t / "e.json").string());
+    EXPECT_EQ(e.exit_code, 0) << e.output;
+    return read_json(t / "e.json");
+  };
+  const auto saved = scored((t / "straight.pt").string(), "");
+  const auto averaged = scored((t / "c.ckpt").string(), "");
+  EXPECT_TRUE(averaged["ema"].get<bool>());
+  EXPECT_EQ(averaged["top1"], saved["top1"]);
+  EXPECT_NEAR(averaged["loss"].get<double>(), saved["loss"].get<double>(), 1e-6);
+  const auto own = scored((t / "c.ckpt").string(), " --no-ema");
+  EXPECT_FALSE(own["ema"].get<bool>());
+  EXPECT_GT(std::abs(own["loss"].get<double>() - saved["loss"].get<double>()), 1e-4);
+  EXPECT_NEAR(scored((t / "c.ckpt").string(), " --channels-last")["loss"].get<double>(),
+              saved["loss"].get<double>(), 1e-4);
+  r = test::run_faster("eval --device cpu --ema --data " + exported(200).string() + " --weights " +
+                       (t / "straight.pt").string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("holds no average of weights"), std::string::npos) << r.output;
   // Resumed with another --batch (other steps per epoch), the schedule still ends where it ends:
   // at the cosine's last step (it once counted the checkpoint's steps as steps of the new size).
   r = test::run_faster("train --data " + exported(200).string() +

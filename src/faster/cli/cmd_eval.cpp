@@ -19,7 +19,7 @@ void add_eval(CLI::App& root, int& exit_code) {
   struct Flags {
     train::EvalOptions o;
     std::string json;
-    bool tta = false, tta_shifts = false;
+    bool tta = false, tta_shifts = false, ema = false;
   };
   auto f = std::make_shared<Flags>();
   auto& o = f->o;
@@ -49,6 +49,9 @@ void add_eval(CLI::App& root, int& exit_code) {
   add_enum_option(cmd, "--precision", o.precision, kPrecisions,
                   "Arithmetic of the forward pass (autocast for fp16/bf16)");
   cmd->add_flag("--channels-last", o.channels_last, "NHWC memory format");
+  cmd->add_flag("--ema,!--no-ema", f->ema,
+                "A checkpoint of a run with --ema: score the average of its weights, as the run "
+                "tested (the default), or its weights themselves (--no-ema)");
   cmd->add_flag("--tta,!--no-tta", f->tta,
                 "Test-time augmentation: score the mean of the logits of each image and its "
                 "mirror image (default: as a checkpoint's own run tested, so eval reproduces its "
@@ -64,12 +67,13 @@ void add_eval(CLI::App& root, int& exit_code) {
       if (cmd->get_option(flag)->count() > 0 && value == 0)  // 0 is "not given" inside
         check_range(flag, value, 8, data::kMaxSide);
     if (cmd->get_option("--tta")->count() > 0) f->o.tta = f->tta;
+    if (cmd->get_option("--ema")->count() > 0) f->o.ema = f->ema;
     if (cmd->get_option("--tta-shifts")->count() > 0) f->o.tta_shifts = f->tta_shifts;
     const auto r = train::evaluate(f->o);
     std::printf(
-        "eval %s (%d classes) on %s at %s%s: top-1 %.2f%%  top-5 %.2f%%  loss %.4f  "
+        "eval %s%s (%d classes) on %s at %s%s: top-1 %.2f%%  top-5 %.2f%%  loss %.4f  "
         "(%lld images, %.2fs on %s)\n",
-        r.model.c_str(), r.classes, r.data.c_str(),
+        r.model.c_str(), r.ema ? " (average of weights)" : "", r.classes, r.data.c_str(),
         r.res > 0 ? (std::to_string(r.res) + " px").c_str() : "its stored size",
         r.tta && r.tta_shifts ? ", flip and shift TTA"
         : r.tta               ? ", flip TTA"

@@ -111,7 +111,8 @@ nlohmann::json EvalReport::to_json() const {
           {"top5", top5},
           {"seconds", seconds},
           {"tta", tta},
-          {"tta_shifts", tta_shifts}};
+          {"tta_shifts", tta_shifts},
+          {"ema", ema}};
 }
 
 namespace {
@@ -793,10 +794,27 @@ EvalReport evaluate(const EvalOptions& e) {
   if (mo.classes != static_cast<int>(d.classes.size()))
     FASTER_THROW(e.weights, " classifies ", mo.classes, " classes, but ", d.val->describe(),
                  " has ", d.classes.size());
+  // A checkpoint's run's options (none for a state_dict).
+  const auto run =
+      prefix.empty() ? nlohmann::json::object()
+                     : checkpoint_meta(dict, e.weights).value("options", nlohmann::json::object());
+  // The average of the weights (--ema) is what such a run tested, and is scored by default.
+  const double ema_decay = run.value("ema", 0.0);
+  const bool ema = e.ema.value_or(ema_decay > 0);
+  if (ema && !(ema_decay > 0 && ema_decay < 1 && dict.contains("ema.0")))
+    throw Error(e.weights + " holds no average of weights (its run had no --ema)",
+                "a --save file of a run with --ema already is that average: drop --ema");
   auto model = models::make_model(mo);
-  copy_state_dict(dict, prefix, model.module(), e.weights);
   model->to(device);
   if (e.channels_last) to_channels_last(model.module());
+  if (ema && run.value("freeze_whitening", false)) {
+    // The average covers the trained parameters: the stem stayed as initialised, out of it.
+    if (!d.train_arrays) FASTER_THROW(e.weights, ": its frozen stem needs the training split");
+    const auto images =
+        first_images(*d.train_arrays, 2000, models::input_normalization(mo.name), device);
+    for (auto p : models::init_from_data(model, images)) p.requires_grad_(false);
+  }
+  copy_state_dict(dict, prefix, model.module(), e.weights);
   model->eval();
 
   TrainOptions o;  // what the step reads when it only evaluates
@@ -807,27 +825,31 @@ EvalReport evaluate(const EvalOptions& e) {
   o.decode = e.decode;
   o.val_res = e.val_res;
   o.val_resize = e.val_resize;
-  // A checkpoint's run's options (none for a state_dict).
-  const auto run =
-      prefix.empty() ? nlohmann::json::object()
-                     : checkpoint_meta(dict, e.weights).value("options", nlohmann::json::object());
-  if (!prefix.empty()) {
-    if (e.val_res == 0) {
-      // A checkpoint knows the resolution it was tested at: its run's --val-res, else its --res.
-      const int val_res = run.value("val_res", 0), res = run.value("res", 0);
-      o.val_res = val_res > 0 ? val_res : res;
-      if (e.val_resize == 0) o.val_resize = run.value("val_resize", 0);
-    }
-    if (run.value("ema", 0.0) > 0)
-      log::warn(e.weights,
-                ": its run tested the average of its weights (--ema), which --save "
-                "writes; a checkpoint's own weights are scored here");
+  o.ema_decay = ema ? ema_decay : 0;
+  if (!prefix.empty() && e.val_res == 0) {
+    // A checkpoint knows the resolution it was tested at: its run's --val-res, else its --res.
+    const int val_res = run.value("val_res", 0), res = run.value("res", 0);
+    o.val_res = val_res > 0 ? val_res : res;
+    if (e.val_resize == 0) o.val_resize = run.value("val_resize", 0);
   }
   o.tta = e.tta.value_or(run.value("tta", false));
   o.tta_shifts = e.tta_shifts.value_or(run.value("tta_shifts", false));
   const LoaderPlan plan = plan_loaders(o, d, mo.in_channels, device);
   Stepper stepper(model, o, device, nullptr, {}, models::input_normalization(mo.name),
                   mo.in_channels, plan.layout == data::Layout::kNHWC);
+  if (ema) {  // the checkpoint's average, in its run's memory order, swapped into the model
+    auto state = stepper.ema()->state();
+    for (size_t i = 0; i < state.size(); ++i) {
+      const std::string key = "ema." + std::to_string(i);
+      if (!dict.contains(key) || dict.at(key).sizes() != state[i].sizes())
+        FASTER_THROW(e.weights, ": '", key, "' is missing or of another shape");
+      torch::NoGradGuard no_grad;
+      state[i].copy_(dict.at(key));
+    }
+    const bool was = run.value("channels_last", false);
+    if (was != o.channels_last) stepper.sgd().reorder_from(state[0], was);
+    stepper.swap_ema();
+  }
   auto loader = make_loader(o, d, plan, device, WorldInfo{}, false);
   Timer timer;
   loader->start_epoch(0);
@@ -847,6 +869,7 @@ EvalReport evaluate(const EvalOptions& e) {
   r.res = plan.val_res;
   r.tta = o.tta;
   r.tta_shifts = o.tta_shifts;
+  r.ema = ema;
   r.images = static_cast<int64_t>(t.evaluated);
   r.skipped = d.val->size() - r.images;
   const auto s = t.scores();

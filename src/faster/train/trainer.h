@@ -86,12 +86,15 @@ struct EvalOptions {
   // Test-time augmentation (train's --tta, --tta-shifts): unset follows a checkpoint's own run (so
   // eval reproduces the accuracy the run reported), else off.
   std::optional<bool> tta, tta_shifts;
+  // A checkpoint's average of weights (its run's --ema) instead of its weights: unset follows the
+  // run (it tested the average).
+  std::optional<bool> ema;
 };
 
 struct EvalReport {
   std::string model, data, device;
   int classes = 0, res = 0;
-  bool tta = false, tta_shifts = false;
+  bool tta = false, tta_shifts = false, ema = false;
   int64_t images = 0;   // evaluated: the split's images less the bad ones skipped
   int64_t skipped = 0;  // bad images left out
   double loss = 0, top1 = 0, top5 = 0, seconds = 0;
