@@ -450,8 +450,9 @@ int run_train(TrainFlags& f) {
   // still writes its files).
   if (!report.is_main) return 0;
   const int code = report.skipped_images() > 0 ? kExitBadInput : 0;
-  std::printf("done: %zu epochs in %.2fs on %s (%.0f train images/s), ", report.epochs.size(),
-              report.total_seconds, report.device.c_str(), report.train_images_per_second);
+  std::printf("done: %zu epoch%s in %.2fs on %s (%.0f train images/s), ", report.epochs.size(),
+              report.epochs.size() == 1 ? "" : "s", report.total_seconds, report.device.c_str(),
+              report.train_images_per_second);
   if (const auto acc = report.final_test_accuracy())
     std::printf("final test accuracy %.2f%%", *acc);
   else

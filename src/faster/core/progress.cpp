@@ -126,6 +126,7 @@ void Progress::maybe_draw(bool force) {
     g_bar_active = true;
   } else {
     std::fprintf(stderr, "%s\n", line.c_str());
+    drawn_done_ = done_;
   }
   std::fflush(stderr);
 }
@@ -134,6 +135,7 @@ void Progress::finish() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (finished_) return;
   finished_ = true;
+  if (!tty_ && drawn_done_ == done_) return;  // the last line printed says it all already
   const std::string line = render();
   if (tty_) {
     std::fprintf(stderr, "\r\033[K%s\n", line.c_str());

@@ -42,6 +42,7 @@ class Progress {
   std::atomic<int64_t> done_{0};
   std::chrono::steady_clock::time_point start_, last_draw_;
   bool tty_, finished_ = false;
+  int64_t drawn_done_ = -1;  // the count of the last plain line printed
   std::mutex mutex_;
 };
 

@@ -542,7 +542,10 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   if (callbacks.on_start && is_main) {
     std::string line = o.model + " (" + std::to_string(mo.classes) + " classes) on " + report.data +
                        ", " + report.device;
-    if (device.is_cpu()) line += " (" + std::to_string(at::get_num_threads()) + " threads)";
+    if (device.is_cpu()) {
+      const int threads = at::get_num_threads();
+      line += " (" + std::to_string(threads) + (threads == 1 ? " thread)" : " threads)");
+    }
     if (start_epoch > 0) line += ", resuming after epoch " + std::to_string(start_epoch);
     if (!d.val) line += "; no val split: nothing is tested";
     callbacks.on_start(line);
@@ -693,7 +696,8 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
         throw Error("training diverged in epoch " + std::to_string(e.epoch) + ": the loss is " +
                         std::to_string(e.train_loss) +
                         (weights_finite ? "" : " and the weights are no longer finite"),
-                    "lower --lr (it is " + std::to_string(o.sgd.lr) + "), or use --amp");
+                    "lower --lr (it is " + std::to_string(o.sgd.lr) +
+                        "), or warm up for longer (--warmup-epochs)");
       report.epochs.push_back(e);
       // The checkpoint first: a failed write of the metrics must not lose the epoch.
       if (is_main && !o.checkpoint.empty()) {

@@ -23,7 +23,8 @@ std::string join(const std::vector<std::string>& names, size_t max = 5) {
 
 // Every training class must have images: a class never seen cannot be learned, and an empty
 // folder is more often a mistake than a choice (torchvision refuses it too).
-void check_no_empty_class(const data::Source& train, const std::string& where) {
+void check_no_empty_class(const data::Source& train, const std::string& where,
+                          const std::string& hint) {
   std::vector<int64_t> count(train.classes().size(), 0);
   for (int64_t i = 0; i < train.size(); ++i) {
     // A damaged LMDB record may hold a label outside the classes: reading it reports it as a bad
@@ -35,8 +36,7 @@ void check_no_empty_class(const data::Source& train, const std::string& where) {
   for (size_t c = 0; c < count.size(); ++c)
     if (count[c] == 0) empty.push_back(train.classes()[c]);
   if (!empty.empty())
-    throw Error(where + ": class " + join(empty) + " has no training images",
-                "remove the empty class folder, or add its images");
+    throw Error(where + ": class " + join(empty) + " has no training images", hint);
 }
 
 // val's labels must mean train's classes: the same names in the same order.
@@ -115,7 +115,11 @@ TrainingData open_training_data(const std::string& data, const std::string& val_
     d.train = std::make_shared<data::ArraySource>(d.train_arrays);
     d.val = std::make_shared<data::ArraySource>(d.val_arrays);
     d.classes = d.train->classes();
-    check_no_empty_class(*d.train, data);
+    check_no_empty_class(*d.train, data,
+                         train_limit > 0 ? "--train-limit " + std::to_string(train_limit) +
+                                               " keeps the first images only: raise it so that "
+                                               "every class has some"
+                                         : "every class needs training images");
     return d;
   }
   if (train_limit > 0 || val_limit > 0)
@@ -130,7 +134,7 @@ TrainingData open_training_data(const std::string& data, const std::string& val_
   d.classes = d.train->classes();
   if (d.classes.size() < 2)
     FASTER_THROW(train_path, ": ", d.classes.size(), " class(es); training needs at least 2");
-  check_no_empty_class(*d.train, train_path);
+  check_no_empty_class(*d.train, train_path, "remove the empty class folder, or add its images");
   if (d.val) check_same_classes(*d.train, *d.val, train_path, val_path);
   return d;
 }
