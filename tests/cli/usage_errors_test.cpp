@@ -141,6 +141,8 @@ TEST(UsageErrors, LoadRangesBeforeTheDatasetIsRead) {
       {l + " --workers 0", "--workers must be between 1 and 1024"},
       {l + " --val --val-size 4", "--val-size must be between 8 and 4096"},
       {l + " --val --val-resize 100", "--val-resize must be between 224 and 8192 (got 100)"},
+      {l + " --val-resize 300", "--val-resize is the validation transform's: it needs --val"},
+      {l + " --cpu-share 0.5", "--cpu-share splits the images between the CPU and nvJPEG"},
       {l + " --nvjpeg-threads 0", "--nvjpeg-threads must be between 1 and 64"},
       {l + " --floor-images -1", "--floor-images must be at least 0"},
       {l + " --epochs 2 --batches 3", "--epochs excludes --batches"},
@@ -179,12 +181,14 @@ TEST(UsageErrors, ToolRangesBeforeTheTreeIsRead) {
   const std::string exp = "export --out " + (t / "tree").string() + kNoData;
   const std::string synth = "synth --out " + (t / "synth").string();
   expect_usage_errors({
-      {pack + " --quality 0", "--quality must be between 1 and 100 (got 0)"},
+      {pack + " --max-size 64 --quality 0", "--quality must be between 1 and 100 (got 0)"},
+      {pack + " --quality 80", "--quality is that of downscaled images: it needs --max-size"},
+      {"pack --verify /nonexistent/db --max-size 64", "drop --src, --out, --max-size"},
       {pack + " --max-size 64 --quality 101", "--quality must be between 1 and 100"},
       {pack + " --max-size -1", "--max-size must be between 0 and 65500"},
       {pack + " --workers -1", "--workers must be between 0 and 1024"},
       {"pack --verify /nonexistent/db --workers 5000", "--workers must be between 0 and 1024"},
-      {"pack --verify /nonexistent/db --src /nonexistent/src", "drop --src and --out"},
+      {"pack --verify /nonexistent/db --src /nonexistent/src", "drop --src, --out"},
       {"pack", "faster pack needs --src DIR and --out DB"},
       {resize.substr(0, resize.size() - 2) + "0", "--max-size must be between 1 and 65500"},
       {resize + " --quality 0", "--quality must be between 1 and 100"},

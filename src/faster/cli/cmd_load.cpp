@@ -31,6 +31,13 @@ void apply(LoadFlags& f) {
   check_at_least("--floor-images", f.bench.floor_samples, 0);
   o.device = train::resolve_device(f.device);
   data::validate(o);  // before the dataset is listed
+  // Flags that only mean something with another: refused rather than ignored.
+  if (given("--cpu-share") && o.decode != data::DecodeOn::kNvjpeg)
+    FASTER_USAGE_ERROR(
+        "--cpu-share splits the images between the CPU and nvJPEG: it needs "
+        "--decode nvjpeg");
+  if (given("--val-resize") && !f.val)
+    FASTER_USAGE_ERROR("--val-resize is the validation transform's: it needs --val");
 }
 
 void add_load(CLI::App& root, int& exit_code) {

@@ -13,18 +13,23 @@ namespace {
 struct PackFlags {
   std::string src, out, verify;
   tools::PackOptions options;
+  CLI::App* cmd = nullptr;
 };
 
 int run_pack(PackFlags& f) {
+  const auto given = [&](const char* flag) { return f.cmd->get_option(flag)->count() > 0; };
   if (!f.verify.empty()) {
-    if (!f.src.empty() || !f.out.empty())
-      FASTER_USAGE_ERROR("--verify DB checks an existing database: drop --src and --out");
+    if (!f.src.empty() || !f.out.empty() || given("--max-size") || given("--quality"))
+      FASTER_USAGE_ERROR(
+          "--verify DB checks an existing database: drop --src, --out, --max-size and --quality");
     const auto report = tools::verify_database(f.verify, f.options.workers, true);
     std::printf("%s", tools::format_report(report, f.verify).c_str());
     return report.ok() ? 0 : kExitBadInput;
   }
   if (f.src.empty() || f.out.empty())
     FASTER_USAGE_ERROR("faster pack needs --src DIR and --out DB (or --verify DB)");
+  if (given("--quality") && f.options.max_size == 0)
+    FASTER_USAGE_ERROR("--quality is that of downscaled images: it needs --max-size");
   f.options.src = f.src;
   f.options.out = f.out;
   const auto s = tools::pack_folder(f.options);
@@ -55,6 +60,7 @@ void add_pack(CLI::App& root, int& exit_code) {
       "or corrupt and left out (listed, and in the metadata), or --verify found damage; 1 stopped "
       "by an error (nothing is left under --out); 2 a usage error: a flag, a value out of its "
       "range, flags that conflict; nothing done (docs/exit_codes.md).");
+  flags->cmd = cmd;
   cmd->callback([flags, &exit_code] { exit_code = run_pack(*flags); });
 }
 
