@@ -310,6 +310,25 @@ TEST(Ddp, BadWorldSettingsAndBusyPort) {
   EXPECT_NE(ignored.exit_code, 0) << ignored.output;
 }
 
+// Ranks started by hand with other settings (here --batch) would train out of step until a
+// collective timed out; both now stop at once, each saying what it found.
+TEST(Ddp, RanksStartedWithOtherSettingsStopAtOnce) {
+  REQUIRE_FASHION_MNIST();
+  test::TempDir t;
+  const std::string env = "FASTER_PROGRESS=plain MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+                          std::to_string(29000 + getpid() % 400) + " WORLD_SIZE=2 ";
+  const std::string train = std::string(FASTER_BIN) + " train --parallel ddp" + kSmall;
+  const auto r = test::run_shell("(" + env + "RANK=1 " + train + " --batch 64 > " +
+                                 (t / "r1.txt").string() + " 2>&1 & " + env + "RANK=0 " + train +
+                                 " --batch 128 --dist-timeout 60; rc=$?; wait; exit $rc)");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("rank 0: other ranks were started with other settings than rank 0"),
+            std::string::npos)
+      << r.output;
+  const std::string r1 = test::read_file(t / "r1.txt");
+  EXPECT_NE(r1.find("rank 1 was started with other settings than rank 0"), std::string::npos) << r1;
+}
+
 TEST(Ddp, RunsUnderTorchrunWhenAvailable) {
   REQUIRE_FASHION_MNIST();
   // Debian 12's torchrun (PyTorch 1.13 on Python 3.11) fails before starting any process; such a

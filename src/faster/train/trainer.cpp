@@ -117,22 +117,24 @@ nlohmann::json EvalReport::to_json() const {
 
 namespace {
 
+// The settings that decide the data order and the updates (the run's options JSON).
+// clang-format off
+constexpr const char* kRunKeys[] = {
+    "data", "batch", "lr", "lr_per_256", "momentum", "weight_decay", "weight_decay_1d",
+    "nesterov", "warmup_epochs", "warmup_start", "lr_decay", "min_lr", "lr_steps", "lr_gamma",
+    "label_smoothing", "ema", "res", "res_end", "res_ramp", "res_step", "crop_scale_min",
+    "translate", "flip", "alternate_flips", "seed", "last_batch", "precision", "recipe",
+    "world_size", "norm", "whiten", "train_limit"};
+// clang-format on
+
 // Resuming with other settings than the checkpoint's is allowed (a lower rate to fine-tune, say),
 // but the run then differs from the uninterrupted one: one warning names what changed.  The
-// settings compared are those that decide the data order and the updates; --epochs may grow.
+// settings compared are kRunKeys; --epochs may grow.
 void warn_about_changed_options(const nlohmann::json& saved, const nlohmann::json& now,
                                 const std::string& checkpoint) {
-  // clang-format off
-  static const char* const kKeys[] = {
-      "data", "batch", "lr", "lr_per_256", "momentum", "weight_decay", "weight_decay_1d",
-      "nesterov", "warmup_epochs", "warmup_start", "lr_decay", "min_lr", "lr_steps", "lr_gamma",
-      "label_smoothing", "ema", "res", "res_end", "res_ramp", "res_step", "crop_scale_min",
-      "translate", "flip", "alternate_flips", "seed", "last_batch", "precision", "recipe",
-      "world_size", "norm", "whiten", "train_limit"};
-  // clang-format on
   if (!saved.is_object()) return;
   std::string changed;
-  for (const char* key : kKeys) {
+  for (const char* key : kRunKeys) {
     if (!saved.contains(key) || !now.contains(key) || saved[key] == now[key]) continue;
     if (std::string(key) == "data" && saved[key].is_string() && now[key].is_string() &&
         tools::resolved(saved[key].get<std::string>()) ==
@@ -144,6 +146,37 @@ void warn_about_changed_options(const nlohmann::json& saved, const nlohmann::jso
   if (!changed.empty())
     log::warn("--resume ", checkpoint, ": ", changed,
               "; training goes on, but not as the uninterrupted run would have");
+}
+
+// Ranks started with other settings (two command lines, ranks started by hand) would train out of
+// step and wait in a collective until --dist-timeout, or fail there with Gloo's or NCCL's words:
+// they compare theirs with rank 0's first (the data's path may differ from node to node, the
+// class count may not).
+void check_ranks_agree(Dist& dist, const nlohmann::json& options, int classes,
+                       torch::Device device) {
+  nlohmann::json mine = {{"model", options.value("model", "")},
+                         {"epochs", options.value("epochs", 0)},
+                         {"classes", classes}};
+  for (const char* key : kRunKeys)
+    if (std::string(key) != "data" && options.contains(key)) mine[key] = options[key];
+  const std::string text = mine.dump();
+  uint64_t hash = 14695981039346656037ull;  // FNV-1a
+  for (const unsigned char c : text) hash = (hash ^ c) * 1099511628211ull;
+  const auto on = torch::TensorOptions().device(device);
+  auto first = torch::full({1}, static_cast<int64_t>(hash), on.dtype(torch::kLong));
+  dist.broadcast_from_rank0(first);
+  const bool same = first.item<int64_t>() == static_cast<int64_t>(hash);
+  auto agreeing = torch::full({1}, same ? 1.0f : 0.0f, on.dtype(torch::kFloat));
+  dist.all_reduce_sum(agreeing);
+  const int world = dist.world().world;
+  if (agreeing.item<float>() < static_cast<float>(world))
+    throw Error(same ? "rank " + std::to_string(dist.world().rank) +
+                           ": other ranks were started with other settings than rank 0"
+                     : "rank " + std::to_string(dist.world().rank) +
+                           " was started with other settings than rank 0 (model, epochs, "
+                           "classes, batch, rates, schedule, seed or augmentation)",
+                "start every rank with the same flags and data (torchrun and srun run one "
+                "command line)");
 }
 
 // A CPU run that cannot fit in memory is refused before it starts: the kernel's out-of-memory
@@ -502,6 +535,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   if (o.parallel == Parallel::kDp)
     report.device += " x" + std::to_string(dp.size()) + " GPUs (DataParallel)";
 
+  if (dist) check_ranks_agree(*dist, report.options, mo.classes, device);
   SideStreamScope side_stream(o.cuda_graph ? device : torch::Device(torch::kCPU));
   // Model, optimizer and DDP set-up (its broadcast starts NCCL) stay outside the timed region, as
   // in the peer, whose clock starts once the model, optimizer and DDP wrapper exist.
