@@ -225,6 +225,13 @@ TEST(ExitCodes, ErrorsMetWhileWorkingAreOne) {
   EXPECT_EQ(r.exit_code, kExitError) << r.output;
   r = test::run_faster("pack --verify /nonexistent/db");
   EXPECT_EQ(r.exit_code, kExitError) << r.output;
+  // An output that cannot be written is found before the work (load's --json was after it).
+  r = test::run_faster(
+      "load /nonexistent/faster-test-tree --device cpu --json /nonexistent/r.json");
+  EXPECT_EQ(r.exit_code, kExitError) << r.output;
+  EXPECT_NE(r.output.find("--json /nonexistent/r.json: the folder /nonexistent does not exist"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST(ExitCodes, EveryKindOfUsageErrorIsTwo) {

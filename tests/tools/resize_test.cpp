@@ -227,6 +227,21 @@ TEST(Resize, OtherOptionsIntoTheSameDestinationAreRefused) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("was made with options"), std::string::npos) << e.what();
   }
+  // A manifest that is not resize's (damaged, or another tool's) is refused, not overwritten.
+  write_file(t.dst / tools::kResizeManifest, "{ not json");
+  const RunResult damaged = t.run();
+  EXPECT_EQ(damaged.exit_code, 1) << damaged.output;
+  EXPECT_NE(damaged.output.find("is not a faster resize manifest"), std::string::npos)
+      << damaged.output;
+  EXPECT_EQ(read_file(t.dst / tools::kResizeManifest), "{ not json");
+  // --report is checked before any work: a folder, or the name of a mirrored image.
+  for (const auto& [report, why] :
+       {std::pair{t.tmp.path(), "is a folder; give a file name"},
+        std::pair{t.dst / "train/cat/b.jpg", "would take the place of a mirrored image"}}) {
+    const RunResult r = t.run("--report " + quoted(report));
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find(why), std::string::npos) << r.output;
+  }
 }
 
 // Two trees into one destination would merge, their classes too; a destination holding files

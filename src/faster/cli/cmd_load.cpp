@@ -1,13 +1,13 @@
 // `faster load`: the loading benchmark (the data pipeline into the GPU, or host memory without
 // one).
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <thread>
 
 #include "faster/cli/command.h"
 #include "faster/core/error.h"
 #include "faster/data/loader/load_benchmark.h"
+#include "faster/tools/file_io.h"
 #include "faster/train/trainer.h"
 
 namespace faster::cli {
@@ -100,13 +100,10 @@ void add_load(CLI::App& root, int& exit_code) {
   cmd->add_option("--json", f->json, "Also write the report as JSON to this file");
   cmd->callback([f, &exit_code] {
     apply(*f);
+    if (!f->json.empty()) tools::check_output_file(f->json, "--json");  // before the run
     const data::LoadReport report = data::run_load_benchmark(f->bench);
     data::print_load_report(report, f->bench.decode_only);
-    if (!f->json.empty()) {
-      std::ofstream out(f->json);
-      out << data::to_json(report).dump(2) << "\n";
-      if (!out) FASTER_THROW("cannot write ", f->json);
-    }
+    if (!f->json.empty()) tools::write_file_atomic(f->json, data::to_json(report).dump(2) + "\n");
     exit_code = report.skipped > 0 ? kExitBadInput : 0;
   });
 }

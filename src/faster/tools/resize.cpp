@@ -57,11 +57,13 @@ void check_and_write_manifest(const ResizeOptions& o) {
     std::FILE* f = std::fopen(path.c_str(), "rb");
     nlohmann::json before = f ? nlohmann::json::parse(f, nullptr, false) : nlohmann::json();
     if (f) std::fclose(f);
-    if (before.is_object() && before.value("options", nlohmann::json()) != now)
+    if (!before.is_object() || before.value("tool", "") != "faster resize")
+      FASTER_THROW(o.dst.string(), ": ", kResizeManifest, " is not a faster resize manifest");
+    if (before.value("options", nlohmann::json()) != now)
       throw Error(detail::concat(o.dst.string(), " was made with options ",
                                  before["options"].dump(), ", this run asks for ", now.dump()),
                   "use another --dst, or delete this one to start over");
-    const std::string made_from = before.is_object() ? before.value("source", "") : "";
+    const std::string made_from = before.value("source", "");
     if (!made_from.empty() && resolved(made_from).string() != source)
       throw Error(o.dst.string() + " was made from " + made_from + ", this run reads " + source,
                   "use another --dst, or delete this one to start over");
@@ -199,6 +201,13 @@ void validate(const ResizeOptions& o) {
   check_separate_trees(o.src, o.dst);
   if (!o.report.empty() && is_inside(o.report, o.src))
     FASTER_THROW("--report ", o.report.string(), " is inside --src: resize never writes there");
+  // --report is checked now, not after the work; inside --dst (made later) it must not take the
+  // place of a mirrored image or folder.
+  if (!o.report.empty() && !is_inside(o.report, o.dst)) check_output_file(o.report, "--report");
+  if (!o.report.empty() && is_inside(o.report, o.dst) &&
+      (fs::is_directory(o.report, ec) || data::has_jpeg_extension(o.report.filename().string())))
+    FASTER_THROW("--report ", o.report.string(),
+                 " would take the place of a mirrored image or folder: give it another name");
 }
 
 }  // namespace
