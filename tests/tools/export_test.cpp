@@ -291,6 +291,11 @@ TEST(Export, ReRunSkipsFinishedFilesAndRemakesMissingOrDamagedOnes) {
     fs::remove_all(out / fs::path(named));
   }
   EXPECT_EQ(run_export(tmp / "cifar", out).up_to_date, 26);
+  // A --limit above the split sizes is no limit: the same export (it was refused as other options).
+  const RunResult limited = run_faster("export --data " + quoted(tmp / "cifar") + " --out " +
+                                       quoted(out) + " --limit 99999999999");
+  EXPECT_EQ(limited.exit_code, 0) << limited.output;
+  EXPECT_NE(limited.output.find("0 written, 26 up to date"), std::string::npos) << limited.output;
 }
 
 TEST(Export, RefusesBadInputWithAOneLineErrorNamingThePath) {

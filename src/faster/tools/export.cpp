@@ -246,10 +246,13 @@ std::string export_file_name(int64_t index, int64_t count) {
   return name;
 }
 
-ExportSummary export_dataset(const ExportOptions& o) {
-  validate(o);
+ExportSummary export_dataset(const ExportOptions& options) {
+  validate(options);
   Timer timer;
-  data::TrainTest tt = data::load_small_dataset(o.data);
+  data::TrainTest tt = data::load_small_dataset(options.data);
+  // A --limit that keeps every image is no limit: recorded as 0, so a re-run without it resumes.
+  ExportOptions o = options;
+  if (o.limit >= std::max(tt.train.n, tt.test.n)) o.limit = 0;
   const nlohmann::json identity = dataset_identity(tt);
   const std::vector<std::string> folders = class_folder_names(class_names(o.data, tt));
   const Split splits[2] = {{&tt.train, o.out / "train", tt.train.n},
