@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <chrono>
+#include <optional>
 #include <sstream>
 
 #include "faster/models/thinnet.h"
@@ -94,6 +96,34 @@ TEST(Train, SaveWritesAStateDictThatLoadsHereAndInPython) {
     ASSERT_TRUE(in >> v) << r.output;
     EXPECT_NEAR(v, flat[i].item<double>(), 1e-4) << "logit " << i;
   }
+}
+
+// Ctrl-C in the test pass after an epoch: the epoch's training is saved before the run stops (it
+// was lost, a long epoch with it).  One step of training, then a test pass of 10,000 images that
+// lasts seconds on this machine: the signal comes 2 s after the run logged its start.
+TEST(Train, InterruptDuringTheTestPassKeepsTheTrainedEpoch) {
+  REQUIRE_FASHION_MNIST();
+  test::TempDir t;
+  const std::string run =
+      std::string(FASTER_BIN) +
+      " train --recipe seed --device cpu --epochs 1 --train-limit 64 --batch 64 "
+      "--workers 1 --checkpoint " +
+      (t / "c.ckpt").string() + " --log-dir " + (t / "log").string() + test::fashion_mnist_flag();
+  std::optional<std::chrono::steady_clock::time_point> started;
+  const int code = test::signal_when(
+      run, t / "out",
+      [&](pid_t) {
+        if (!started && std::filesystem::exists(t / "log" / "metrics.jsonl"))
+          started = std::chrono::steady_clock::now();
+        return started && std::chrono::steady_clock::now() - *started > std::chrono::seconds(2);
+      },
+      SIGINT);
+  const std::string out = test::read_file(t / "out");
+  ASSERT_EQ(code, 130) << out;
+  EXPECT_NE(out.find("interrupted (SIGINT) testing after epoch 1/1"), std::string::npos) << out;
+  EXPECT_NE(out.find("HINT: " + (t / "c.ckpt").string() + " holds epoch 1"), std::string::npos)
+      << out;
+  EXPECT_EQ(checkpoint_meta(read_state_dict(t / "c.ckpt"), "c.ckpt")["epochs_done"], 1);
 }
 
 // Ctrl-C once an epoch is saved: the run stops at its next step, exits 130, names where it stopped

@@ -633,6 +633,23 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
                           std::to_string(epoch + 1) + "/" + std::to_string(o.epochs),
                       hint);
   };
+  // The checkpoint of a finished epoch (rank 0 writes it).
+  const auto save_epoch = [&](int epoch) {
+    if (!is_main || o.checkpoint.empty()) return;
+    auto meta = identity;
+    meta["epochs_done"] = epoch + 1;
+    meta["step"] = step;
+    meta["options"] = report.options;
+    save_checkpoint(o.checkpoint, model.module(), parts, meta);
+    epochs_saved = epoch + 1;
+    if (o.keep_checkpoints) {  // a second name for the same file (torchvision's model_N.pth)
+      const auto kept = o.checkpoint + ".epoch" + std::to_string(epoch + 1);
+      std::error_code ec;
+      fs::remove(kept, ec);
+      fs::create_hard_link(o.checkpoint, kept, ec);
+      if (ec) fs::copy_file(o.checkpoint, kept, fs::copy_options::overwrite_existing);
+    }
+  };
   for (int epoch = start_epoch; epoch < o.epochs; ++epoch) {
     Timer timer;
     const int res = res_at(o.res, epoch);
@@ -681,7 +698,13 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
         val_loader->start_epoch(0);
         while (auto b = val_loader->next()) {
           stepper.eval_batch(*b);
-          stop_if_interrupted(epoch, "testing after");
+          if (interrupt && InterruptScope::received()) {
+            // The epoch's training is done: it is saved before stopping (a long test pass
+            // interrupted lost a whole epoch).
+            stepper.swap_ema();
+            save_epoch(epoch);
+            stop_if_interrupted(epoch, "testing after");
+          }
           if (bar) bar->add();
         }
         stepper.swap_ema();
@@ -733,22 +756,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
                     "lower --lr (it is " + std::to_string(o.sgd.lr) +
                         "), or warm up for longer (--warmup-epochs)");
       report.epochs.push_back(e);
-      // The checkpoint first: a failed write of the metrics must not lose the epoch.
-      if (is_main && !o.checkpoint.empty()) {
-        auto meta = identity;
-        meta["epochs_done"] = epoch + 1;
-        meta["step"] = step;
-        meta["options"] = report.options;
-        save_checkpoint(o.checkpoint, model.module(), parts, meta);
-        epochs_saved = epoch + 1;
-        if (o.keep_checkpoints) {  // a second name for the same file (torchvision's model_N.pth)
-          const auto kept = o.checkpoint + ".epoch" + std::to_string(epoch + 1);
-          std::error_code ec;
-          fs::remove(kept, ec);
-          fs::create_hard_link(o.checkpoint, kept, ec);
-          if (ec) fs::copy_file(o.checkpoint, kept, fs::copy_options::overwrite_existing);
-        }
-      }
+      save_epoch(epoch);  // first: a failed write of the metrics must not lose the epoch
       auto entry = e.to_json();
       entry["event"] = "epoch";
       log.write(entry);
