@@ -148,6 +148,18 @@ TEST(ImageTrain, TorchvisionLoadsTheSavedWeightsAndEvalReadsThemBack) {
   EXPECT_EQ(ours["model"], "resnet18");
   EXPECT_EQ(ours["images"], 200);
   EXPECT_DOUBLE_EQ(ours["top1"].get<double>(), trained);
+  // Flip TTA on JPEG data (crops flip in training): the run tests with it, and eval --tta of its
+  // weights agrees.
+  r = test::run_faster("train --data " + tree + kResNet + " --epochs 1 --tta --save " +
+                       (t / "tta.pt").string() + " --json " + (t / "tta.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto tta_run = read_json(t / "tta.json");
+  EXPECT_EQ(tta_run["options"]["tta"], true);
+  r = test::run_faster(eval + (t / "tta_eval.json").string() + " --tta --weights " +
+                       (t / "tta.pt").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_DOUBLE_EQ(read_json(t / "tta_eval.json")["top1"].get<double>(),
+                   tta_run["final_test_accuracy"].get<double>());
   if (test::run_shell("/usr/bin/python3 -c 'import torchvision' 2>/dev/null").exit_code != 0)
     GTEST_SKIP() << "no Python torchvision: the torchvision half is skipped";
   const auto py = test::run_shell(

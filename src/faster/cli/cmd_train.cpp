@@ -227,7 +227,8 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
                   "sets; default off");
   sr->add_flag("--tta,!--no-tta", o.tta,
                "Test-time augmentation: the mean of the logits of each test image and its mirror "
-               "image (where --flip applies)");
+               "image (where training flips: crops of JPEG data or --res always, small datasets "
+               "as stored per --flip)");
   sr->add_flag("--tta-shifts,!--no-tta-shifts", o.tta_shifts,
                "Test-time augmentation over shifts too (airbench's second level): 0.5 x the "
                "logits of each test image + 0.25 x those of the image shifted one pixel "

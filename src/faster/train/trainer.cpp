@@ -471,7 +471,9 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
         "--translate and --flip on shift and flip small datasets as stored on the device: "
         "they need --loader device, and no --res");
   o.flip = as_stored_on_device ? resolve_flip(o.flip, d) : Flip::kOff;
-  o.tta = o.tta && o.flip == Flip::kOn;  // a mirrored test image is only evidence where flips apply
+  // A mirrored test image is only evidence where training flips: as stored, per --flip; crops
+  // (JPEG data, --res) always flip.
+  o.tta = o.tta && (!as_stored_on_device || o.flip == Flip::kOn);
   if (!d.arrays() && o.res.res == 0) o.res.res = 224;  // JPEG images of any size need a crop size
   if (o.loader == LoaderKind::kDevice && (!d.arrays() || o.res.res > 0))
     FASTER_THROW("--loader device serves small datasets as stored; with ",
