@@ -121,10 +121,11 @@ TEST(Cli, TrainRunsAndWritesJsonAndMetrics) {
 }
 
 // A short run's --json options: what the recipe made of the flags not given.
+// (600 training images: more than the largest recipe batch, 512, which a smaller split would cap.)
 nlohmann::json train_options(const std::string& flags, std::string* output = nullptr) {
   test::TempDir d;
   const auto r = test::run_faster_env(
-      "-u OMP_NUM_THREADS", "train --epochs 1 --train-limit 256 --test-limit 256 --json " +
+      "-u OMP_NUM_THREADS", "train --epochs 1 --train-limit 600 --test-limit 256 --json " +
                                 (d / "r.json").string() + " " + flags + test::fashion_mnist_flag());
   EXPECT_EQ(r.exit_code, 0) << r.output;
   if (output) *output = r.output;

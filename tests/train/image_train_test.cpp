@@ -297,9 +297,10 @@ TEST(ImageTrain, BadImagesAreSkippedCountedAndExitThree) {
 }
 
 // A last batch of one image cannot train BatchNorm (a ResNet at 32 px refused it at the end of the
-// first epoch, before any checkpoint): it is left out, and said so.  A batch larger than the split
-// with --last-batch drop would train nothing and report success: refused.
-TEST(ImageTrain, NoBatchOfOneImageAndNoEpochWithoutABatch) {
+// first epoch, before any checkpoint): it is left out, and said so.  A --batch larger than the
+// split is the split (with --last-batch drop it trained nothing and reported success; with a rate
+// per 256 images it scaled the rate by the nominal batch, and diverged).
+TEST(ImageTrain, NoBatchOfOneImageAndNoBatchLargerThanTheSplit) {
   REQUIRE_FASHION_MNIST();
   test::TempDir t;
   const std::string run = "train --data " + exported(200).string() +
@@ -310,12 +311,17 @@ TEST(ImageTrain, NoBatchOfOneImageAndNoEpochWithoutABatch) {
             std::string::npos)
       << r.output;
   EXPECT_EQ(read_json(t / "r.json")["epochs"][0]["train_images"], 199);
-  r = test::run_faster(run + " --batch 256 --last-batch drop");
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("--batch 256 leaves no training batch: the split has 200 training "
-                          "image(s)"),
+  r = test::run_faster(run + " --batch 500000 --last-batch drop --json " +
+                       (t / "big.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--batch 500000 is more than the 200 training images: batches of 200"),
             std::string::npos)
       << r.output;
+  const auto big = read_json(t / "big.json");
+  EXPECT_EQ(big["epochs"][0]["train_images"], 200);
+  EXPECT_EQ(big["options"]["batch"], 200);
+  EXPECT_NEAR(big["options"]["lr"].get<double>(),
+              big["options"]["lr_per_256"].get<double>() * 200 / 256, 1e-12);
 }
 
 // A damaged LMDB record whose label lies outside the classes (the label is outside the image's
@@ -397,12 +403,14 @@ TEST(ImageTrain, RefusesEmptyClassesAndMismatchedSplits) {
       << r.output;
   // A CPU run that cannot fit in memory: refused before it starts, naming a batch that fits (the
   // kernel once killed the default ResNet-50 run on a 24 GB machine without a word).
+  // A batch holds at most the split's 200 images: that is what is counted.
   r = test::run_faster("train --data " + exported(200).string() +
-                       " --model resnet50 --res 224 --device cpu --batch 500000");
+                       " --model resnet50 --res 1024 --device cpu --batch 500000");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("resnet50, batch 500000 at 224x224, needs about"), std::string::npos)
+  EXPECT_NE(r.output.find("resnet50, batch 200 at 1024x1024, needs about"), std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("HINT: --batch "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("HINT: "), std::string::npos) << r.output;
+
   r = test::run_faster("train --data " + exported(200).string() + kResNet + " --loader device");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("--loader device"), std::string::npos) << r.output;

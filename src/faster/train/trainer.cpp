@@ -310,12 +310,6 @@ std::unique_ptr<data::Loader> make_loader(const TrainOptions& o, const TrainingD
   lo.last_batch = train ? o.last_batch : pad ? data::LastBatch::kPad : data::LastBatch::kKeep;
   if (train) {
     const int64_t n = data::Sampler(d.train->size(), lo.sampler).per_rank();
-    if (lo.last_batch == data::LastBatch::kDrop && n < o.batch)
-      throw Error("--batch " + std::to_string(o.batch) + " leaves no training batch: " +
-                      (w.world > 1 ? "each rank gets " : "the split has ") + std::to_string(n) +
-                      " training image(s), and the short last batch is dropped (--last-batch "
-                      "drop)",
-                  "lower --batch, or keep the short batch (--last-batch keep)");
     // BatchNorm cannot take batch statistics of one image (LibTorch refuses one value per channel,
     // as a ResNet's last stage has at 32 px): a last batch of one image is left out instead.
     if (lo.last_batch == data::LastBatch::kKeep && n > 1 && n % o.batch == 1) {
@@ -478,6 +472,15 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   if (o.loader == LoaderKind::kDevice && (!d.arrays() || o.res.res > 0))
     FASTER_THROW("--loader device serves small datasets as stored; with ",
                  d.arrays() ? "--res (crops)" : "JPEG data", " use --loader host");
+  // A batch holds at most the rank's share of the training split: larger, it is that share (the
+  // rate per 256, the memory estimate and the loader all go by the batch that is trained).
+  if (const int64_t share = (d.train->size() + world.world - 1) / world.world;
+      o.batch > share && share > 0) {
+    if (is_main)
+      log::info("--batch ", o.batch, " is more than the ", share, " training images",
+                world.world > 1 ? " per rank" : "", ": batches of ", share);
+    o.batch = share;
+  }
   if (o.lr_per_256 > 0) o.sgd.lr = o.lr_per_256 * static_cast<double>(o.batch * world.world) / 256;
 
   models::ModelOptions mo;
