@@ -172,6 +172,13 @@ TEST(Cli, TrainOnTheCpuPicksTheCpuRecipe) {
   EXPECT_EQ(given.value("nvjpeg_threads", 0), 2);
 }
 
+// --res 0 trains a small dataset as stored, also where the recipe would crop it (a ResNet's).
+TEST(Cli, ResZeroTrainsASmallDatasetAsStored) {
+  REQUIRE_FASHION_MNIST();
+  const auto as_stored = train_options("--device cpu --model resnet18 --res 0 --batch 200");
+  EXPECT_EQ(as_stored.value("res", -1), 0);  // the imagenet recipe's is 224 (docs/training.md)
+}
+
 // The seed's benchmark workload stays one flag away on the CPU, and is the default on a GPU.
 TEST(Cli, TrainRecipeSeedIsTheSeedBenchmarkAndTheGpuDefault) {
   REQUIRE_FASHION_MNIST();

@@ -83,7 +83,8 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
                   "smoothing 0.1, 2 warm-up epochs then cosine, batch 256, 16 epochs, --res 224), "
                   "speedrun (speednet, time to 94 % on Fashion-MNIST from process start: "
                   "docs/training.md) or speedrun95 (longer, wider); default: for thinnet seed on "
-                  "a GPU and cpu on the CPU, imagenet for ResNets, speedrun for speednet");
+                  "a GPU and cpu on the CPU, imagenet for ResNets, speedrun for speednet")
+      ->default_str("");
   cmd->add_option("--device", o.device, "auto (a GPU if one is visible), cpu, cuda or cuda:N")
       ->capture_default_str();
   cmd->add_option("--epochs", o.epochs, "Epochs (default: the recipe's)");
@@ -91,21 +92,23 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--lr", o.sgd.lr,
                   "Peak SGD learning rate (default: the recipe's; imagenet: 0.1 x global "
                   "batch / 256)");
-  cmd->add_option("--momentum", o.sgd.momentum, "SGD momentum")->capture_default_str();
+  cmd->add_option("--momentum", o.sgd.momentum, "SGD momentum (default: the recipe's)");
   cmd->add_option("--weight-decay", o.sgd.weight_decay, "SGD weight decay (L2)");
-  cmd->add_flag("--nesterov,!--no-nesterov", o.sgd.nesterov, "Nesterov momentum");
+  cmd->add_flag("--nesterov,!--no-nesterov", o.sgd.nesterov,
+                "Nesterov momentum (default: the recipe's)")
+      ->default_str("");
   cmd->add_flag("--decay-norm-bias,!--no-decay-norm-bias", o.sgd.decay_1d,
                 "Weight decay on BatchNorm weights and biases too (imagenet: no)");
   add_enum_option(cmd, "--lr-decay", o.schedule.decay, train::kLrDecayNames,
                   "After the warm-up: constant, cosine or linear (to --min-lr at the last step) "
-                  "or step (x --lr-gamma at each of --lr-steps)");
+                  "or step (x --lr-gamma at each of --lr-steps); default: the recipe's")
+      ->default_str("");
   cmd->add_option("--warmup-epochs", o.schedule.warmup_epochs,
                   "Linear learning-rate warm-up, per step, over this many epochs");
   cmd->add_option("--warmup-start", o.schedule.warmup_start,
                   "The warm-up's first rate, as a fraction of --lr");
   cmd->add_option("--min-lr", o.schedule.min_lr,
-                  "Cosine, linear: the last rate, a fraction of --lr")
-      ->capture_default_str();
+                  "Cosine, linear: the last rate, a fraction of --lr (default: the recipe's)");
   cmd->add_option("--lr-steps", f.lr_steps,
                   "Step decay: epochs (1-based) where the rate drops, "
                   "e.g. 30,60,80");
@@ -124,8 +127,8 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
                   "64,128,256, speedrun95 96,192,384)");
   add_seed_option(cmd, o.seed, "Seed for weights, the per-epoch shuffle and the crops");
   cmd->add_option("--res", o.res.res,
-                  "Training resolution: random-resized-crop side (JPEG data: default 224; small "
-                  "datasets: default as stored, no augmentation)");
+                  "Training resolution: random-resized-crop side (default: the recipe's; 224 for "
+                  "JPEG data and under imagenet); 0: a small dataset as stored, no crops");
   cmd->add_option("--res-end", o.res.end_res,
                   "Progressive resizing: ramp the training resolution linearly to this over "
                   "--res-ramp (FFCV-style)");
@@ -173,11 +176,14 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
                   "device as uint8 and batches are gathered there; no crops) or synthetic (the "
                   "model alone: one random batch of the training shape at every step, nothing "
                   "read or decoded; validation still reads the data); default: the recipe's, and "
-                  "device on the CPU for a small dataset kept as stored");
+                  "device on the CPU for a small dataset kept as stored")
+      ->default_str("");
   cmd->add_option("--workers", o.workers,
                   "Loader threads (default: 4 for small datasets, all cores for JPEG data)");
   add_enum_option(cmd, "--last-batch", o.last_batch, kTrainLastBatch,
-                  "Short last training batch of an epoch: keep (train on it) or drop");
+                  "Short last training batch of an epoch: keep (train on it) or drop (default: "
+                  "the recipe's)")
+      ->default_str("");
   cmd->add_flag("--cuda-graph", o.cuda_graph,
                 "Capture the train and test steps as CUDA graphs (static shapes; short batches "
                 "run eagerly, test batches are padded)");
@@ -224,7 +230,8 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
                   "Horizontal flips (training, and --tta): auto (speedrun) = Fashion-MNIST (a "
                   "folder, or its parent, named *fashion* or *fmnist*) and CIFAR-10, not MNIST's "
                   "digits or other "
-                  "sets; default off");
+                  "sets; default: the recipe's, off but for speedrun")
+      ->default_str("");
   sr->add_flag("--tta,!--no-tta", o.tta,
                "Test-time augmentation: the mean of the logits of each test image and its mirror "
                "image (where training flips: crops of JPEG data or --res always, small datasets "
@@ -364,11 +371,17 @@ void print_recipe(const TrainFlags& f) {
 void resolve_flags(TrainFlags& f) {
   auto& o = f.o;
   apply_recipe(f);
-  // 0 stands for "not given" inside (a default follows from the data); typed, it is out of range.
+  // --res 0 trains a small dataset as stored (a ResNet's recipe crops it otherwise); JPEG images
+  // need a crop size.  The validation sizes' 0 stands for "not given" (a default follows).
+  const auto given = [&](const char* flag) { return f.cmd->get_option(flag)->count() > 0; };
+  if (given("--res") && o.res.res == 0 && !data::is_small_dataset(o.data))
+    FASTER_USAGE_ERROR(
+        "--res 0 (as stored) is for small datasets; JPEG images need a crop side "
+        "from 8 to ",
+        data::kMaxSide);
   for (const auto& [flag, value] :
-       {std::pair{"--res", o.res.res}, {"--val-res", o.val_res}, {"--val-resize", o.val_resize}})
-    if (f.cmd->get_option(flag)->count() > 0 && value == 0)
-      check_range(flag, value, 8, data::kMaxSide);
+       {std::pair{"--val-res", o.val_res}, {"--val-resize", o.val_resize}})
+    if (given(flag) && value == 0) check_range(flag, value, 8, data::kMaxSide);
   for (const char* flag : {"--blocks", "--filters"})
     if (models::family(o.model) == models::Family::kResNet && f.cmd->get_option(flag)->count() > 0)
       FASTER_USAGE_ERROR(flag, " shapes thinnet and speednet; ", o.model,
