@@ -3,6 +3,8 @@
 // pixels and labels; class folder order; resume; refusals and their one-line errors.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -296,6 +298,11 @@ TEST(Export, ReRunSkipsFinishedFilesAndRemakesMissingOrDamagedOnes) {
                                        quoted(out) + " --limit 99999999999");
   EXPECT_EQ(limited.exit_code, 0) << limited.output;
   EXPECT_NE(limited.output.find("0 written, 26 up to date"), std::string::npos) << limited.output;
+  // So is such a --limit that an earlier faster recorded as given.
+  auto manifest = nlohmann::json::parse(read_file(out / tools::kExportManifest));
+  manifest["options"]["limit"] = 99999999999;
+  write_file(out / tools::kExportManifest, manifest.dump());
+  EXPECT_EQ(run_export(tmp / "cifar", out).up_to_date, 26);
 }
 
 TEST(Export, RefusesBadInputWithAOneLineErrorNamingThePath) {

@@ -323,6 +323,25 @@ TEST(Pack, VerifyFindsAChangedLabel) {
     set_label(index, 0);  // an ant again
   }
   EXPECT_TRUE(tools::verify_database(t.db, 1, false).ok());
+  // A database from before class_counts: labels must not decrease, and the record out of order
+  // is the one named (not every later record of a lower class).
+  damage(t.db, [](const data::LmdbTxn& txn) {
+    MDB_val v;
+    ASSERT_TRUE(txn.find(fmt::kMetaKey, v));
+    fmt::Metadata m = fmt::decode_metadata(data::to_view(v), "db");
+    m.class_counts.clear();
+    const std::string meta = fmt::encode_metadata(m);
+    MDB_val k{fmt::kMetaKey.size(), const_cast<char*>(fmt::kMetaKey.data())};
+    MDB_val nv{meta.size(), const_cast<char*>(meta.data())};
+    FASTER_CHECK_LMDB(mdb_put(txn.get(), txn.dbi(), &k, &nv, 0), "test");
+  });
+  set_label(0, 2);
+  const tools::VerifyReport old = tools::verify_database(t.db, 1, false);
+  EXPECT_EQ(old.damaged, 1);
+  ASSERT_EQ(old.problems.size(), 1u);
+  EXPECT_NE(old.problems[0].find("key 0000000000: label 2 between labels 2 and 0"),
+            std::string::npos)
+      << old.problems[0];
 }
 
 TEST(Pack, VerifyFindsAFlippedByteAMissingRecordAndATruncatedFile) {

@@ -86,9 +86,8 @@ std::string format_count(double v) {
   return buf;
 }
 
-std::string Progress::render() const {
+std::string Progress::render(int64_t done) const {
   const double t = elapsed_s();
-  const int64_t done = done_;
   const double rate = t > 0 ? done / t : 0;
   std::string out = label_ + " ";
   char buf[128];
@@ -120,13 +119,14 @@ void Progress::maybe_draw(bool force) {
   const double since = std::chrono::duration<double>(now - last_draw_).count();
   if (!force && since < (tty_ ? kTtyInterval : kPlainInterval)) return;
   last_draw_ = now;
-  const std::string line = render();
+  const int64_t done = done_;  // once: the count drawn is the count recorded
+  const std::string line = render(done);
   if (tty_) {
     std::fprintf(stderr, "\r\033[K%s", line.c_str());
     g_bar_active = true;
   } else {
     std::fprintf(stderr, "%s\n", line.c_str());
-    drawn_done_ = done_;
+    drawn_done_ = done;
   }
   std::fflush(stderr);
 }
@@ -135,8 +135,9 @@ void Progress::finish() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (finished_) return;
   finished_ = true;
-  if (!tty_ && drawn_done_ == done_) return;  // the last line printed says it all already
-  const std::string line = render();
+  const int64_t done = done_;
+  if (!tty_ && drawn_done_ == done) return;  // the last line printed says it all already
+  const std::string line = render(done);
   if (tty_) {
     std::fprintf(stderr, "\r\033[K%s\n", line.c_str());
     g_bar_active = false;

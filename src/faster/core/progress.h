@@ -35,7 +35,7 @@ class Progress {
 
  private:
   void maybe_draw(bool force);
-  std::string render() const;
+  std::string render(int64_t done) const;  // the line for `done` units
 
   std::string label_, unit_, suffix_;
   int64_t total_;

@@ -85,7 +85,7 @@ void check_destination_kind(const fs::path& out) {
 // Refuses to add to a tree made from another dataset or with other options (its finished files
 // would be kept as they are), then records this run's.
 void check_and_write_manifest(const ExportOptions& o, const nlohmann::json& identity,
-                              const std::vector<std::string>& folders) {
+                              const std::vector<std::string>& folders, int64_t largest_split) {
   const fs::path path = o.out / kExportManifest;
   const nlohmann::json options = {{"quality", o.quality}, {"limit", o.limit}};
   std::error_code ec;
@@ -103,7 +103,11 @@ void check_and_write_manifest(const ExportOptions& o, const nlohmann::json& iden
       throw Error(detail::concat("--out ", o.out.string(), " holds an export of another dataset (",
                                  field("dataset").dump(), " from ", field("source").dump(), ")"),
                   "use another --out, or delete this one to start over");
-    if (field("options") != options)
+    nlohmann::json before_options = field("options");
+    // An earlier run's --limit that kept every image was no limit (recorded as given then).
+    if (before_options.is_object() && before_options.value("limit", int64_t{0}) >= largest_split)
+      before_options["limit"] = 0;
+    if (before_options != options)
       throw Error(detail::concat("--out ", o.out.string(), " was made with options ",
                                  field("options").dump(), ", this run asks for ", options.dump()),
                   "use another --out, or delete this one to start over");
@@ -252,7 +256,8 @@ ExportSummary export_dataset(const ExportOptions& options) {
   data::TrainTest tt = data::load_small_dataset(options.data);
   // A --limit that keeps every image is no limit: recorded as 0, so a re-run without it resumes.
   ExportOptions o = options;
-  if (o.limit >= std::max(tt.train.n, tt.test.n)) o.limit = 0;
+  const int64_t largest_split = std::max(tt.train.n, tt.test.n);
+  if (o.limit >= largest_split) o.limit = 0;
   const nlohmann::json identity = dataset_identity(tt);
   const std::vector<std::string> folders = class_folder_names(class_names(o.data, tt));
   const Split splits[2] = {{&tt.train, o.out / "train", tt.train.n},
@@ -266,7 +271,7 @@ ExportSummary export_dataset(const ExportOptions& options) {
     FASTER_THROW("cannot create --out ", o.out.string(), ": ", ec.message());
   DirectoryLock lock(o.out, "'faster export'");
   const bool again = fs::exists(o.out / kExportManifest, ec);
-  check_and_write_manifest(o, identity, folders);
+  check_and_write_manifest(o, identity, folders, largest_split);
   if (again) check_only_export_files(o.out, splits, folders);
   for (const Split& split : splits) {
     prepare_output_directory(split.dir);

@@ -98,29 +98,40 @@ void check_record(const Record& rec, int64_t classes, data::JpegDecoder& decoder
 
 // Records are in class order: with the metadata's class_counts each record's label is known
 // (label k for the next class_counts[k] records); without them (older databases), labels never
-// decrease.  A label changed in place (it is outside the checksum) breaks one or the other.
+// decrease, and a record whose label differs from both neighbours where the order breaks is the
+// one named.  A label changed in place (it is outside the checksum) breaks one or the other.
+// Records failing check_record's own checks (checksum, label range) are left to it.
 void check_label_order(const std::vector<Record>& records, int64_t classes,
                        const std::vector<int64_t>& class_counts, Findings& f) {
-  size_t cls = 0;
-  int64_t left = class_counts.empty() ? -1 : class_counts[0], previous = 0;
+  std::vector<int64_t> labels;  // -1: reported by check_record
   for (const Record& rec : records) {
     const auto record = fmt::read_record(rec.value.mv_data, rec.value.mv_size);
-    if (!class_counts.empty()) {
-      while (left == 0 && cls + 1 < class_counts.size()) left = class_counts[++cls];
-      --left;
-    }
-    if (!record || record->label < 0 || (classes >= 0 && record->label >= classes))
-      continue;  // reported by check_record
-    const auto key = fmt::record_key(rec.index);
-    if (!class_counts.empty() && record->label != static_cast<int>(cls))
-      f.add(detail::concat("key ", key.view(), ": label ", record->label,
-                           ", but the metadata's class counts make it a record of class ", cls),
+    const bool usable = record && fmt::record_intact(*record) && record->label >= 0 &&
+                        (classes < 0 || record->label < classes);
+    labels.push_back(usable ? record->label : -1);
+  }
+  const auto name = [&](size_t i) { return fmt::record_key(records[i].index); };
+  if (!class_counts.empty()) {
+    size_t i = 0;
+    for (size_t cls = 0; cls < class_counts.size(); ++cls)
+      for (int64_t k = 0; k < class_counts[cls] && i < labels.size(); ++k, ++i)
+        if (labels[i] >= 0 && labels[i] != static_cast<int64_t>(cls))
+          f.add(detail::concat("key ", name(i).view(), ": label ", labels[i],
+                               ", but the metadata's class counts make it a record of class ", cls),
+                true);
+    return;
+  }
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i] < 0) continue;
+    const int64_t before = i > 0 && labels[i - 1] >= 0 ? labels[i - 1] : labels[i];
+    const int64_t after = i + 1 < labels.size() && labels[i + 1] >= 0 ? labels[i + 1] : labels[i];
+    const bool alone = before != labels[i] && after != labels[i];
+    const bool at_edge =
+        (i == 0 && after != labels[i]) || (i + 1 == labels.size() && before != labels[i]);
+    if ((alone || at_edge) && (before > labels[i] || labels[i] > after))
+      f.add(detail::concat("key ", name(i).view(), ": label ", labels[i], " between labels ",
+                           before, " and ", after, " (records are in class order)"),
             true);
-    else if (class_counts.empty() && record->label < previous)
-      f.add(detail::concat("key ", key.view(), ": label ", record->label, " after label ", previous,
-                           " (records are in class order)"),
-            true);
-    previous = std::max<int64_t>(previous, record->label);
   }
 }
 

@@ -309,7 +309,8 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"norm", enum_name(models::kNormNames, o.norm)},
           {"fused_norm_relu", o.fused},
           {"parallel", enum_name(kParallelNames, o.parallel)},
-          {"sync_bn", o.sync_bn}};
+          {"sync_bn", o.sync_bn},
+          {"bucket_mb", o.bucket_mb}};
 }
 
 }  // namespace faster::train

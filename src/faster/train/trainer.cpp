@@ -159,6 +159,10 @@ void check_ranks_agree(Dist& dist, const nlohmann::json& options, int classes,
                          {"classes", classes}};
   for (const char* key : kRunKeys)
     if (std::string(key) != "data" && options.contains(key)) mine[key] = options[key];
+  // And what shapes the collectives: the model's widths, what is trained, how gradients are sent.
+  for (const char* key : {"blocks", "filters", "stem_dims", "freeze_whitening", "sync_bn",
+                          "bucket_mb", "channels_last"})
+    if (options.contains(key)) mine[key] = options[key];
   const std::string text = mine.dump();
   uint64_t hash = 14695981039346656037ull;  // FNV-1a
   for (const unsigned char c : text) hash = (hash ^ c) * 1099511628211ull;
@@ -173,8 +177,9 @@ void check_ranks_agree(Dist& dist, const nlohmann::json& options, int classes,
     throw Error(same ? "rank " + std::to_string(dist.world().rank) +
                            ": other ranks were started with other settings than rank 0"
                      : "rank " + std::to_string(dist.world().rank) +
-                           " was started with other settings than rank 0 (model, epochs, "
-                           "classes, batch, rates, schedule, seed or augmentation)",
+                           " was started with other settings than rank 0 (model, widths, "
+                           "epochs, classes, batch, rates, schedule, seed, augmentation or "
+                           "--bucket-mb)",
                 "start every rank with the same flags and data (torchrun and srun run one "
                 "command line)");
 }
