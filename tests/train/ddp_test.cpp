@@ -9,6 +9,8 @@
 
 #include <chrono>
 
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
 #include "faster/models/thinnet.h"
 #include "faster/train/checkpoint.h"
 #include "support/test_support.h"
@@ -327,6 +329,31 @@ TEST(Ddp, RanksStartedWithOtherSettingsStopAtOnce) {
       << r.output;
   const std::string r1 = test::read_file(t / "r1.txt");
   EXPECT_NE(r1.find("rank 1 was started with other settings than rank 0"), std::string::npos) << r1;
+}
+
+// torchrun's agent serves the store on MASTER_PORT itself (TORCHELASTIC_USE_AGENT_STORE=True):
+// the ranks join it as clients, their keys under the restart's prefix, instead of rank 0 failing
+// to listen on a busy port.  This test is the agent (Debian's torchrun cannot start one here).
+TEST(Ddp, RanksJoinTorchrunsAgentStore) {
+  REQUIRE_FASHION_MNIST();
+  c10d::TCPStoreOptions agent;
+  agent.port = 0;  // any free port
+  agent.isServer = true;
+  agent.waitWorkers = false;
+  agent.timeout = std::chrono::seconds(60);
+  const auto store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", agent);
+  const std::string env =
+      "FASTER_PROGRESS=plain TORCHELASTIC_USE_AGENT_STORE=True "
+      "TORCHELASTIC_RESTART_COUNT=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+      std::to_string(store->getPort()) + " WORLD_SIZE=2 ";
+  const std::string train = std::string(FASTER_BIN) + " train --parallel ddp" + kSmall;
+  test::TempDir t;
+  const auto r =
+      test::run_shell("(" + env + "RANK=1 LOCAL_RANK=1 " + train + " > " + (t / "r1.txt").string() +
+                      " 2>&1 & " + env + "RANK=0 " + train + "; rc=$?; wait; exit $rc)");
+  EXPECT_EQ(r.exit_code, 0) << r.output << test::read_file(t / "r1.txt");
+  EXPECT_NE(r.output.find("2 ranks (gloo)"), std::string::npos) << r.output;
+  EXPECT_EQ(store->add("/worker/attempt_0/faster/joined", 0), 2);
 }
 
 TEST(Ddp, RunsUnderTorchrunWhenAvailable) {

@@ -712,7 +712,8 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
             // The epoch's training is done: it is saved before stopping (a long test pass
             // interrupted lost a whole epoch).
             stepper.swap_ema();
-            save_epoch(epoch);
+            if (torch::isfinite(stepper.sgd().flat_params()).all().item<bool>())
+              save_epoch(epoch);  // not a diverged one (the check after the test pass)
             stop_if_interrupted(epoch, "testing after");
           }
           if (bar) bar->add();

@@ -76,9 +76,13 @@ std::string seconds_text(std::chrono::milliseconds t) {
 c10::intrusive_ptr<c10d::Store> join_store(const WorldInfo& w, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   const std::string where = w.master_addr + ":" + std::to_string(w.master_port);
+  // torchrun's agent serves the store on MASTER_PORT itself when it says so: every rank is a
+  // client then, with its keys under the restart's prefix, as PyTorch's env:// rendezvous does.
+  const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+  const bool agent_store = agent && std::string(agent) == "True";
   c10d::TCPStoreOptions o;
   o.port = static_cast<uint16_t>(w.master_port);
-  o.isServer = w.rank == 0;
+  o.isServer = w.rank == 0 && !agent_store;
   o.numWorkers = w.world;
   o.waitWorkers = false;
   o.timeout = timeout;
@@ -95,9 +99,15 @@ c10::intrusive_ptr<c10d::Store> join_store(const WorldInfo& w, std::chrono::mill
                 "check MASTER_ADDR/MASTER_PORT and that all " + std::to_string(w.world) +
                     " ranks were started");
   }
+  if (agent_store) {
+    const char* attempt = std::getenv("TORCHELASTIC_RESTART_COUNT");
+    store = c10::make_intrusive<c10d::PrefixStore>(
+        "/worker/attempt_" + std::string(attempt && *attempt ? attempt : "0"), store);
+  }
   const std::string key = "faster/joined";
   for (int64_t joined = store->add(key, 1); joined < w.world; joined = store->add(key, 0)) {
-    if (std::chrono::steady_clock::now() > deadline)
+    // At the deadline one more look: a rank that came just now is not left waiting alone.
+    if (std::chrono::steady_clock::now() > deadline && (joined = store->add(key, 0)) < w.world)
       throw Error("rank " + std::to_string(w.rank) + ": " + std::to_string(joined) + " of " +
                       std::to_string(w.world) + " ranks joined the job at " + where + " within " +
                       seconds_text(timeout),
