@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "faster/core/error.h"
 #include "faster/data/decode/jpeg_decoder.h"
 #include "faster/data/decode/jpeg_encoder.h"
 #include "faster/tools/synth.h"
@@ -139,6 +140,19 @@ TEST(Synth, ReplacesAnEarlierTreeAndRefusesOthers) {
       "train/" + synth_class_name(0), "train/" + synth_class_name(0) + "/" + synth_file_name(0, 0),
       "train/" + synth_class_name(1), "train/" + synth_class_name(1) + "/" + synth_file_name(1, 1)};
   EXPECT_EQ(files, want);
+  // A user's folder added to a synth tree: refused before anything is deleted.
+  fs::create_directories(o.out / "train" / "extra");
+  test::write_file(o.out / "train" / "extra" / "x.jpg", "mine");
+  o.classes = 1;
+  try {
+    synth_dataset(o);
+    ADD_FAILURE() << "a synth tree holding a user's folder was taken in";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds train/extra, which synth did not write"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(fs::exists(o.out / "train" / synth_class_name(1) / synth_file_name(1, 1)));
   fs::create_directories(t / "other");
   test::write_file(t / "other/notes.txt", "mine");
   const auto r = test::run_faster("synth --classes 2 --images 1 --out " + (t / "other").string());

@@ -271,6 +271,28 @@ void prepare_out(const SynthOptions& o, const std::vector<Job>& jobs) {
                    " is not a faster synth manifest");
     std::unordered_set<std::string> now;
     for (const Job& j : jobs) now.insert(j.path.string());
+    // Nothing but synth's own files (of either tree) may be there: a user's file or folder added
+    // to a synth tree is refused before anything is deleted (loaders would read it as data).
+    std::unordered_set<std::string> own = now;
+    own.insert(manifest.string());
+    for (const std::vector<Job>& tree : {jobs, plan(old)})
+      for (const Job& j : tree) {
+        own.insert(j.path.string());
+        for (auto dir = j.path.parent_path(); dir != o.out && dir.has_relative_path();
+             dir = dir.parent_path())
+          own.insert(dir.string());
+      }
+    for (auto it = fs::recursive_directory_iterator(o.out, ec); !ec && it != fs::end(it);
+         it.increment(ec)) {
+      const std::string file = it->path().filename().string();
+      const bool temporary =
+          file[0] == '.' && file.size() > 4 && file.compare(file.size() - 4, 4, ".tmp") == 0;
+      if (!own.count(it->path().string()) && !temporary)
+        throw Error("--out " + o.out.string() + " holds " +
+                        it->path().lexically_relative(o.out).string() +
+                        ", which synth did not write",
+                    "remove it, or use another --out: synth never mixes its files with others");
+    }
     std::vector<fs::path> dirs;
     for (const Job& j : plan(old)) {
       if (!now.count(j.path.string())) fs::remove(j.path, ec);
