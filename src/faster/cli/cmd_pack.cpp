@@ -43,14 +43,16 @@ void add_pack(CLI::App& root, int& exit_code) {
   auto* cmd = root.add_subcommand(
       "pack",
       "Pack an ImageNet-style folder (SRC/<class>/<image>.JPEG) into one LMDB database that "
-      "'faster load' reads (layout: docs/lmdb_layout.md), optionally downscaling on the way in; "
+      "faster train, eval and load read (layout: docs/lmdb_layout.md), optionally downscaling on "
+      "the way in; "
       "or check a packed database with --verify.");
   cmd->add_option("--src", flags->src, "Folder of class folders to pack (read only)");
   cmd->add_option("--out", flags->out, "Database to create (a new directory; never overwritten)");
   cmd->add_option("--max-size", o.max_size,
                   "Downscale images whose smaller edge is larger, as 'faster resize' does "
                   "(default: store them as they are)");
-  cmd->add_option("--quality", o.quality, "JPEG quality of downscaled images (1-100)")
+  cmd->add_option("--quality", o.quality,
+                  "JPEG quality of downscaled images (1-100; needs --max-size)")
       ->capture_default_str();
   cmd->add_option("--workers", o.workers, "Threads (default: every core)");
   cmd->add_option("--verify", flags->verify,

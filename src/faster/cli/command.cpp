@@ -109,7 +109,7 @@ void add_nvjpeg_options(CLI::App* cmd, data::CpuShare& cpu_share, int& threads) 
          "--nvjpeg-threads", threads,
          "With nvJPEG: threads feeding the GPU decoder, each with its own nvJPEG state; each "
          "batch is split into as many parts, decoded side by side as soon as their images are "
-         "read (more shorten a batch's wait for the decoder while the GPU trains)")
+         "read (more shorten a batch's wait for the decoder while the GPU is busy)")
       ->capture_default_str();
 }
 
