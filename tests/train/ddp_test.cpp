@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -290,6 +291,17 @@ TEST(Ddp, BadWorldSettingsAndBusyPort) {
                              "given"),
             std::string::npos)
       << lone.output;
+  // Files a launched job would read or write are checked once, before any rank starts (each
+  // rank said the same error before).
+  const auto files = test::run_faster("train --nproc 2 --parallel ddp --device cpu --resume " +
+                                      std::string("/nonexistent/c.ckpt") + kSmall);
+  EXPECT_EQ(files.exit_code, 1) << files.output;
+  EXPECT_EQ(std::count(files.output.begin(), files.output.end(), '\n'), 1) << files.output;
+  EXPECT_NE(files.output.find("/nonexistent/c.ckpt"), std::string::npos) << files.output;
+  const auto log_dir = test::run_faster("train --nproc 2 --parallel ddp --device cpu --log-dir " +
+                                        std::string("/proc/version/logs") + kSmall);
+  EXPECT_EQ(log_dir.exit_code, 1) << log_dir.output;
+  EXPECT_EQ(std::count(log_dir.output.begin(), log_dir.output.end(), '\n'), 1) << log_dir.output;
   const auto nproc = test::run_faster("train --nproc 2 --device cpu");
   EXPECT_NE(nproc.output.find("--nproc needs --parallel ddp"), std::string::npos) << nproc.output;
   const auto port0 = test::run_faster_env("MASTER_PORT=70000",

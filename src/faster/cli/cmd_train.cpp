@@ -436,6 +436,8 @@ int run_train(TrainFlags& f) {
           "--nproc given inside an already launched job (RANK is set, or this is a task "
           "of an srun step)");
     train::validate(o);  // once here, not once per rank
+    train::check_run_files(o);
+    if (!f.json.empty()) tools::check_output_file(f.json, "--json");
     train::LaunchOptions lo;
     lo.nproc = f.nproc;
     lo.exe = self_exe();

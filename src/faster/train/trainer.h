@@ -70,6 +70,10 @@ struct TrainCallbacks {
 };
 
 // Runs the whole training; callbacks (optional) see the run's description and each epoch's stats.
+// The files a run reads and writes, checked before it starts (a launcher checks them once, before
+// its ranks start): --save, --checkpoint, --log-dir writable; --resume and --data there.
+void check_run_files(const TrainOptions& o);
+
 TrainReport train(const TrainOptions& o, const TrainCallbacks& callbacks = {});
 
 struct EvalOptions {
