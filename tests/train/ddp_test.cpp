@@ -192,6 +192,22 @@ struct JobGuard {
   }
 };
 
+// Ctrl-C to a --nproc job stops every rank and names the checkpoint to resume from (a single
+// process does the same; the launcher said nothing of it).
+TEST(Ddp, InterruptedJobNamesItsCheckpoint) {
+  REQUIRE_FASHION_MNIST();
+  test::TempDir t;
+  const int code = test::signal_when(
+      std::string(FASTER_BIN) + " train --parallel ddp --nproc 2 --epochs 100000 --checkpoint " +
+          (t / "c.ckpt").string() + kSmall,
+      t / "out", [&](pid_t) { return std::filesystem::exists(t / "c.ckpt"); }, SIGINT);
+  const std::string out = test::read_file(t / "out");
+  EXPECT_EQ(code, 130) << out;
+  EXPECT_NE(out.find("--resume " + (t / "c.ckpt").string() + " goes on from there"),
+            std::string::npos)
+      << out;
+}
+
 TEST(Ddp, KilledRankEndsTheJobWithinTheBound) {
   REQUIRE_FASHION_MNIST();
   test::TempDir d;

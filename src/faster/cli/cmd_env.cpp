@@ -9,7 +9,10 @@ namespace {
 
 void add_env(CLI::App& root, int& exit_code) {
   auto* cmd = root.add_subcommand(
-      "env", "Print the environment as JSON: faster, LibTorch, CUDA, cuDNN, NCCL, GPUs, CPU, OS.");
+      "env",
+      "Print the environment as JSON: faster, LibTorch, CUDA, cuDNN and NCCL (builds with CUDA), "
+      "GPUs, CPU (torch_default_threads is LibTorch's own default; train uses the usable cores), "
+      "OS.");
   cmd->callback([&exit_code] {
     std::printf("%s\n", env_info().dump(2).c_str());
     exit_code = 0;

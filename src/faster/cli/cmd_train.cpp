@@ -442,6 +442,7 @@ int run_train(TrainFlags& f) {
     lo.nproc = f.nproc;
     lo.exe = self_exe();
     lo.args = train::without_nproc(own_args());
+    lo.checkpoint = o.checkpoint;
     return train::launch_local(lo);
   }
   if (!f.json.empty()) tools::check_output_file(f.json, "--json");  // before the run, not after

@@ -115,6 +115,11 @@ int launch_local(const LaunchOptions& o) {
     if (g_signal) {
       log::warn("launcher: signal ", int(g_signal), ", stopping all ranks");
       stop_all(pids, o.grace_seconds);
+      // Rank 0 writes the checkpoint whole or not at all: it holds the last whole epoch, if any.
+      if (!o.checkpoint.empty())
+        log::warn("launcher: ", o.checkpoint,
+                  " holds the last whole epoch, if one ended: --resume ", o.checkpoint,
+                  " goes on from there");
       return 128 + g_signal;
     }
     int status = 0;

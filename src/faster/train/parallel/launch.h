@@ -13,6 +13,7 @@ struct LaunchOptions {
   std::string exe;                // the program to start (this one)
   std::vector<std::string> args;  // its arguments, without --nproc
   int grace_seconds = 10;         // SIGTERM, then SIGKILL after this long
+  std::string checkpoint;         // the job's --checkpoint, named when Ctrl-C stops it
 };
 
 // MASTER_PORT comes from the environment, else a free local port is taken.
