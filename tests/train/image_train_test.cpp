@@ -276,6 +276,10 @@ TEST(ImageTrain, BadImagesAreSkippedCountedAndExitThree) {
   EXPECT_EQ(ddp.exit_code, 3) << ddp.output;
   EXPECT_EQ(ddp.output.find("stopping the other ranks"), std::string::npos) << ddp.output;
   EXPECT_NE(ddp.output.find("done: "), std::string::npos) << ddp.output;
+  // Each rank's own warnings say whose they are (two ranks share the terminal).
+  EXPECT_TRUE(ddp.output.find("rank 0: warning: epoch 1: skipped") != std::string::npos ||
+              ddp.output.find("rank 1: warning: epoch 1: skipped") != std::string::npos)
+      << ddp.output;
 
   const auto eval = [&](const fs::path& data, const char* name) {
     const auto e =

@@ -12,6 +12,9 @@ enum class Level { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
 
 void set_level(Level level);
 Level level();
+// Put before every line from now on: "rank 1: " in a job of several ranks, whose lines share
+// one terminal.
+void set_source(const std::string& source);
 void write(Level level, const std::string& message);
 
 template <typename... Args>

@@ -457,6 +457,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   auto device = resolve_device(o.device);
   WorldInfo world;
   auto dist = join_job(o, world, device);
+  if (world.world > 1) log::set_source("rank " + std::to_string(world.rank) + ": ");
   if (device.is_cpu()) configure_cpu_runtime(world.local_world);
   const auto dp = dp_devices(o);
   if (device.is_cuda() && o.gpu_wait != GpuWait::kAuto)  // every device the run uses, first
