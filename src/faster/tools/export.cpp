@@ -90,9 +90,7 @@ void check_and_write_manifest(const ExportOptions& o, const nlohmann::json& iden
   const nlohmann::json options = {{"quality", o.quality}, {"limit", o.limit}};
   std::error_code ec;
   if (fs::exists(path, ec)) {
-    std::FILE* f = std::fopen(path.c_str(), "rb");
-    const nlohmann::json before = f ? nlohmann::json::parse(f, nullptr, false) : nlohmann::json();
-    if (f) std::fclose(f);
+    const nlohmann::json before = read_json_file(path);
     const auto field = [&before](const char* key) {
       return before.is_object() ? before.value(key, nlohmann::json()) : nlohmann::json();
     };
@@ -139,10 +137,7 @@ void check_only_export_files(const fs::path& out, const Split (&splits)[2],
   for (auto it = fs::recursive_directory_iterator(out, ec); !ec && it != fs::end(it);
        it.increment(ec)) {
     const std::string rel = it->path().lexically_relative(out).string();
-    const std::string file = it->path().filename().string();
-    const bool temporary = file[0] == '.' && file.size() > 11 &&
-                           file.compare(file.size() - 11, 11, ".faster-tmp") == 0;
-    if (!expected.count(rel) && !temporary)
+    if (!expected.count(rel) && !is_temp_name(it->path().filename().string()))
       throw Error(detail::concat("--out ", out.string(), " holds ", rel,
                                  ", which this export does not write"),
                   "remove it, or use another --out: export never mixes its files with others");

@@ -92,6 +92,14 @@ void write_file_atomic(const fs::path& final_path, const uint8_t* data, size_t s
   }
 }
 
+nlohmann::json read_json_file(const fs::path& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return nlohmann::json();
+  nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
+  std::fclose(f);
+  return j;
+}
+
 void prepare_output_directory(const fs::path& dir) {
   std::error_code ec;
   fs::create_directory(dir, ec);

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace faster::tools {
 
 // The temporary name a write to `final_path` goes through: ".<name>.faster-tmp", same directory.
@@ -37,6 +39,10 @@ inline void write_file_atomic(const std::filesystem::path& final_path, const std
 void check_output_file(const std::filesystem::path& path, const std::string& flag);
 // The same for a folder that is created when missing: it is a writable folder, or its parent is.
 void check_output_dir(const std::filesystem::path& dir, const std::string& flag);
+
+// The JSON in `path` (a tool's manifest); null when the file cannot be read, a discarded value when
+// it is not JSON: either way not an object, which is what the callers check.
+nlohmann::json read_json_file(const std::filesystem::path& path);
 
 // Creates `dir` (its parent must exist) unless it is already a directory, and removes the
 // temporaries an interrupted run left in it.  Throws faster::Error naming the directory when a

@@ -54,9 +54,7 @@ void check_and_write_manifest(const ResizeOptions& o) {
   std::error_code ec;
   const std::string source = resolved(o.src).string();  // one name however it is given
   if (fs::exists(path, ec)) {
-    std::FILE* f = std::fopen(path.c_str(), "rb");
-    nlohmann::json before = f ? nlohmann::json::parse(f, nullptr, false) : nlohmann::json();
-    if (f) std::fclose(f);
+    const nlohmann::json before = read_json_file(path);
     if (!before.is_object() || before.value("tool", "") != "faster resize")
       FASTER_THROW(o.dst.string(), ": ", kResizeManifest, " is not a faster resize manifest");
     if (before.value("options", nlohmann::json()) != now)
@@ -203,11 +201,13 @@ void validate(const ResizeOptions& o) {
     FASTER_THROW("--report ", o.report.string(), " is inside --src: resize never writes there");
   // --report is checked now, not after the work; inside --dst (made later) it must not take the
   // place of a mirrored image or folder.
-  if (!o.report.empty() && !is_inside(o.report, o.dst)) check_output_file(o.report, "--report");
-  if (!o.report.empty() && is_inside(o.report, o.dst) &&
-      (fs::is_directory(o.report, ec) || data::has_jpeg_extension(o.report.filename().string())))
+  if (!o.report.empty() && !is_inside(o.report, o.dst)) {
+    check_output_file(o.report, "--report");
+  } else if (!o.report.empty() && (fs::is_directory(o.report, ec) ||
+                                   data::has_jpeg_extension(o.report.filename().string()))) {
     FASTER_THROW("--report ", o.report.string(),
                  " would take the place of a mirrored image or folder: give it another name");
+  }
 }
 
 }  // namespace

@@ -7,10 +7,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -233,6 +231,14 @@ std::vector<Job> plan(const SynthOptions& o) {
 
 constexpr const char* kSynthManifest = ".faster-synth.json";
 
+// The class folders of a plan, once each (its jobs come folder by folder).
+std::vector<fs::path> folders_of(const std::vector<Job>& jobs) {
+  std::vector<fs::path> dirs;
+  for (const Job& j : jobs)
+    if (dirs.empty() || dirs.back() != j.path.parent_path()) dirs.push_back(j.path.parent_path());
+  return dirs;
+}
+
 nlohmann::json manifest_options(const SynthOptions& o) {
   return {{"classes", o.classes},
           {"images", o.images},
@@ -251,9 +257,7 @@ void prepare_out(const SynthOptions& o, const std::vector<Job>& jobs) {
     throw Error("--out " + o.out.string() + " is a file, not a folder", "choose a new folder");
   const fs::path manifest = o.out / kSynthManifest;
   if (fs::exists(manifest, ec)) {
-    std::FILE* f = std::fopen(manifest.c_str(), "rb");
-    const nlohmann::json before = f ? nlohmann::json::parse(f, nullptr, false) : nlohmann::json();
-    if (f) std::fclose(f);
+    const nlohmann::json before = read_json_file(manifest);
     const nlohmann::json options =
         before.is_object() ? before.value("options", nlohmann::json()) : nlohmann::json();
     SynthOptions old = o;
@@ -269,36 +273,28 @@ void prepare_out(const SynthOptions& o, const std::vector<Job>& jobs) {
         old.val < 0 || old.val > 1000000)
       FASTER_THROW("--out ", o.out.string(), ": ", kSynthManifest,
                    " is not a faster synth manifest");
+    const std::vector<Job> earlier = plan(old);
     std::unordered_set<std::string> now;
     for (const Job& j : jobs) now.insert(j.path.string());
     // Nothing but synth's own files (of either tree) may be there: a user's file or folder added
     // to a synth tree is refused before anything is deleted (loaders would read it as data).
     std::unordered_set<std::string> own = now;
     own.insert(manifest.string());
-    for (const std::vector<Job>& tree : {jobs, plan(old)})
-      for (const Job& j : tree) {
-        own.insert(j.path.string());
-        for (auto dir = j.path.parent_path(); dir != o.out && dir.has_relative_path();
-             dir = dir.parent_path())
-          own.insert(dir.string());
-      }
+    for (const Job& j : earlier) own.insert(j.path.string());
+    for (const auto* tree : {&jobs, &earlier})
+      for (const fs::path& dir : folders_of(*tree))
+        for (auto d = dir; d != o.out && d.has_relative_path(); d = d.parent_path())
+          own.insert(d.string());
     for (auto it = fs::recursive_directory_iterator(o.out, ec); !ec && it != fs::end(it);
-         it.increment(ec)) {
-      const std::string file = it->path().filename().string();
-      const bool temporary =
-          file[0] == '.' && file.size() > 4 && file.compare(file.size() - 4, 4, ".tmp") == 0;
-      if (!own.count(it->path().string()) && !temporary)
+         it.increment(ec))
+      if (!own.count(it->path().string()) && !is_temp_name(it->path().filename().string()))
         throw Error("--out " + o.out.string() + " holds " +
                         it->path().lexically_relative(o.out).string() +
                         ", which synth did not write",
                     "remove it, or use another --out: synth never mixes its files with others");
-    }
-    std::vector<fs::path> dirs;
-    for (const Job& j : plan(old)) {
+    for (const Job& j : earlier)
       if (!now.count(j.path.string())) fs::remove(j.path, ec);
-      if (dirs.empty() || dirs.back() != j.path.parent_path()) dirs.push_back(j.path.parent_path());
-    }
-    for (const auto& dir : dirs) ::rmdir(dir.c_str());  // only if left empty
+    for (const fs::path& dir : folders_of(earlier)) ::rmdir(dir.c_str());  // only if left empty
     for (const char* split : {"train", "val"}) ::rmdir((o.out / split).c_str());
   } else if (fs::exists(st) && !fs::is_empty(o.out, ec)) {
     throw Error("--out " + o.out.string() + " is not empty and holds no faster synth tree (no " +
@@ -311,24 +307,7 @@ void prepare_out(const SynthOptions& o, const std::vector<Job>& jobs) {
   write_file_atomic(
       manifest,
       nlohmann::json({{"tool", "faster synth"}, {"options", manifest_options(o)}}).dump(1) + "\n");
-  for (const Job& j : jobs) fs::create_directories(j.path.parent_path(), ec);
-}
-
-// Writes to a hidden temporary name in the same folder, then renames: a reader (or a re-run after
-// Ctrl-C) never sees a half-written image under its final name.
-void write_atomically(const fs::path& path, const std::vector<uint8_t>& bytes) {
-  const fs::path tmp = path.parent_path() / ("." + path.filename().string() + ".tmp");
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) FASTER_THROW("cannot write ", tmp.string(), ": ", std::strerror(errno));
-  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  const int err = errno;
-  if (std::fclose(f) != 0 || !ok) {
-    std::remove(tmp.c_str());
-    FASTER_THROW("cannot write ", tmp.string(), ": ", std::strerror(ok ? errno : err));
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) FASTER_THROW("cannot rename ", tmp.string(), " to ", path.string(), ": ", ec.message());
+  for (const fs::path& dir : folders_of(jobs)) fs::create_directories(dir, ec);
 }
 
 }  // namespace
@@ -362,7 +341,7 @@ SynthSummary synth_dataset(const SynthOptions& o) {
     synth_size(o.seed, job.index, width, height);
     render_synth_image(o.seed, job.label, job.index, width, height, w.image);
     w.encoder.encode(w.image.view(), opts, w.encoded);
-    write_atomically(job.path, w.encoded);
+    write_file_atomic(job.path, w.encoded.data(), w.encoded.size());  // never half-written
     bytes += static_cast<int64_t>(w.encoded.size());
     pixels += int64_t{width} * height;
     width_sum += width;
