@@ -383,7 +383,7 @@ void resolve_flags(TrainFlags& f) {
        {std::pair{"--val-res", o.val_res}, {"--val-resize", o.val_resize}})
     if (given(flag) && value == 0) check_range(flag, value, 8, data::kMaxSide);
   for (const char* flag : {"--blocks", "--filters"})
-    if (models::family(o.model) == models::Family::kResNet && f.cmd->get_option(flag)->count() > 0)
+    if (models::family(o.model) == models::Family::kResNet && given(flag))
       FASTER_USAGE_ERROR(flag, " shapes thinnet and speednet; ", o.model,
                          " has torchvision's layers (--model resnet18|resnet34|resnet50)");
   models::validate_thinnet_shape(o.blocks, o.filters);

@@ -169,6 +169,12 @@ nlohmann::json load_checkpoint(const fs::path& path, torch::nn::Module& model,
                    meta.contains(key) ? meta[key].dump() : std::string("(none)"), ", this run has ",
                    expect[key].dump());
   copy_state_dict(dict, "model.", model, path);
+  copy_checkpoint_parts(dict, parts, where);
+  return meta;
+}
+
+void copy_checkpoint_parts(const c10::Dict<std::string, torch::Tensor>& dict,
+                           const std::vector<CheckpointPart>& parts, const std::string& where) {
   torch::NoGradGuard no_grad;
   for (const auto& part : parts)
     for (size_t i = 0; i < part.tensors.size(); ++i) {
@@ -182,7 +188,6 @@ nlohmann::json load_checkpoint(const fs::path& path, torch::nn::Module& model,
                      " (saved with other options? e.g. --freeze-whitening)");
       dst.copy_(src);
     }
-  return meta;
 }
 
 }  // namespace faster::train

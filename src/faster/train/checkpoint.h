@@ -45,5 +45,9 @@ void save_checkpoint(const std::filesystem::path& path, const torch::nn::Module&
 nlohmann::json load_checkpoint(const std::filesystem::path& path, torch::nn::Module& model,
                                const std::vector<CheckpointPart>& parts,
                                const nlohmann::json& expect);
+// Copies a checkpoint's parts (read by read_state_dict) into the given tensors: every one must be
+// there with its shape.  Errors name `where`.
+void copy_checkpoint_parts(const c10::Dict<std::string, torch::Tensor>& dict,
+                           const std::vector<CheckpointPart>& parts, const std::string& where);
 
 }  // namespace faster::train

@@ -151,6 +151,24 @@ void warn_about_changed_options(const nlohmann::json& saved, const nlohmann::jso
               "; training goes on, but not as the uninterrupted run would have");
 }
 
+// The momentum and the weights' average are saved flat, in the parameters' memory order of the
+// run that saved them (`saved`: its options): a checkpoint of the other format (channels-last or
+// not) is reordered into this run's, in place.
+void reorder_saved_flats(const FlatSgd& sgd, bool channels_last, const nlohmann::json& saved,
+                         const std::vector<torch::Tensor>& flats) {
+  if (!saved.contains("channels_last") || !saved["channels_last"].is_boolean()) return;
+  const bool was = saved["channels_last"].get<bool>();
+  if (was == channels_last) return;
+  for (const auto& flat : flats) sgd.reorder_from(flat, was);
+}
+
+// Whether every rank says `mine` (a collective: all ranks call it).
+bool every_rank(Dist& dist, bool mine, torch::Device device) {
+  auto count = torch::full({1}, mine ? 1.0f : 0.0f, torch::TensorOptions().device(device));
+  dist.all_reduce_sum(count);
+  return count.item<float>() == static_cast<float>(dist.world().world);
+}
+
 // Ranks started with other settings (two command lines, ranks started by hand) would train out of
 // step and wait in a collective until --dist-timeout, or fail there with Gloo's or NCCL's words:
 // they compare theirs with rank 0's first (the data's path may differ from node to node, the
@@ -173,10 +191,7 @@ void check_ranks_agree(Dist& dist, const nlohmann::json& options, int classes,
   auto first = torch::full({1}, static_cast<int64_t>(hash), on.dtype(torch::kLong));
   dist.broadcast_from_rank0(first);
   const bool same = first.item<int64_t>() == static_cast<int64_t>(hash);
-  auto agreeing = torch::full({1}, same ? 1.0f : 0.0f, on.dtype(torch::kFloat));
-  dist.all_reduce_sum(agreeing);
-  const int world = dist.world().world;
-  if (agreeing.item<float>() < static_cast<float>(world))
+  if (!every_rank(dist, same, device))
     throw Error(same ? "rank " + std::to_string(dist.world().rank) +
                            ": other ranks were started with other settings than rank 0"
                      : "rank " + std::to_string(dist.world().rank) +
@@ -584,15 +599,10 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   int start_epoch = 0;
   if (!o.resume.empty()) {
     const auto meta = load_checkpoint(o.resume, model.module(), parts, identity);
-    // The momentum and the weights' average are saved flat, in the parameters' memory order: a
-    // checkpoint of the other format (channels-last or not) is reordered into this run's.
-    const auto saved = meta.value("options", nlohmann::json::object());
-    if (saved.contains("channels_last") && saved["channels_last"].is_boolean() &&
-        saved["channels_last"].get<bool>() != o.channels_last) {
-      const bool was = saved["channels_last"].get<bool>();
-      stepper.sgd().reorder_from(stepper.sgd().momentum(), was);
-      if (stepper.ema()) stepper.sgd().reorder_from(stepper.ema()->state()[0], was);
-    }
+    std::vector<torch::Tensor> flats = {stepper.sgd().momentum()};
+    if (stepper.ema()) flats.push_back(stepper.ema()->state()[0]);
+    reorder_saved_flats(stepper.sgd(), o.channels_last,
+                        meta.value("options", nlohmann::json::object()), flats);
     start_epoch = meta.value("epochs_done", 0);
     if (start_epoch >= o.epochs)
       FASTER_THROW("--resume ", o.resume, " has done ", start_epoch, " epoch(s) of --epochs ",
@@ -627,11 +637,8 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
     const auto tb = first_full_batch(*train_loader, o.batch);
     const auto eb = first_full_batch(*val_loader, o.batch);
     bool warm = tb && eb;
-    if (dist) {  // all ranks or none: the warm-up's training steps all-reduce (shards differ)
-      auto ready = torch::full({1}, warm ? 1.0f : 0.0f, torch::TensorOptions().device(device));
-      dist->all_reduce_sum(ready);
-      warm = ready.item<float>() == static_cast<float>(world.world);
-    }
+    // All ranks or none: the warm-up's training steps all-reduce (shards differ).
+    if (dist) warm = every_rank(*dist, warm, device);
     if (warm) stepper.warm_up(*tb, *eb);
     if (device.is_cuda()) torch::cuda::synchronize(device.index());
     setup["steps_ready_s"] = process_seconds();
@@ -918,16 +925,8 @@ EvalReport evaluate(const EvalOptions& e) {
   Stepper stepper(model, o, device, nullptr, {}, models::input_normalization(mo.name),
                   mo.in_channels, plan.layout == data::Layout::kNHWC);
   if (ema) {  // the checkpoint's average, in its run's memory order, swapped into the model
-    auto state = stepper.ema()->state();
-    for (size_t i = 0; i < state.size(); ++i) {
-      const std::string key = "ema." + std::to_string(i);
-      if (!dict.contains(key) || dict.at(key).sizes() != state[i].sizes())
-        FASTER_THROW(e.weights, ": '", key, "' is missing or of another shape");
-      torch::NoGradGuard no_grad;
-      state[i].copy_(dict.at(key));
-    }
-    const bool was = run.value("channels_last", false);
-    if (was != o.channels_last) stepper.sgd().reorder_from(state[0], was);
+    copy_checkpoint_parts(dict, {{"ema.", stepper.ema()->state()}}, e.weights);
+    reorder_saved_flats(stepper.sgd(), o.channels_last, run, {stepper.ema()->state()[0]});
     stepper.swap_ema();
   }
   auto loader = make_loader(o, d, plan, device, WorldInfo{}, false);
