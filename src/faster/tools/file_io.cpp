@@ -160,11 +160,13 @@ void check_output_file(const std::filesystem::path& path, const std::string& fla
 }
 
 void check_output_dir(const std::filesystem::path& dir, const std::string& flag) {
+  // Made with its parents: the nearest folder that exists must take it.
+  std::filesystem::path made = std::filesystem::absolute(dir);
   std::error_code ec;
-  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))
-    FASTER_THROW(flag, " ", dir.string(), " is a file, not a folder");
-  const auto abs = std::filesystem::absolute(dir);
-  check_writable_dir(std::filesystem::is_directory(abs, ec) ? abs : abs.parent_path(), flag, dir);
+  while (!std::filesystem::exists(made, ec) && made.has_relative_path()) made = made.parent_path();
+  if (!std::filesystem::is_directory(made, ec))
+    FASTER_THROW(flag, " ", dir.string(), ": ", made.string(), " is a file, not a folder");
+  check_writable_dir(made, flag, dir);
 }
 
 }  // namespace faster::tools

@@ -37,7 +37,8 @@ inline void write_file_atomic(const std::filesystem::path& final_path, const std
 // Checks, before long work starts, that `path` can become a file: not a folder, in a folder that
 // exists and may be written.  Throws faster::Error naming `flag` and the path.
 void check_output_file(const std::filesystem::path& path, const std::string& flag);
-// The same for a folder that is created when missing: it is a writable folder, or its parent is.
+// The same for a folder that is created with its parents when missing: the nearest of it and its
+// parents that exists is a folder that may be written.
 void check_output_dir(const std::filesystem::path& dir, const std::string& flag);
 
 // The JSON in `path` (a tool's manifest); null when the file cannot be read, a discarded value when

@@ -5,11 +5,8 @@
 
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/torch.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -448,16 +445,7 @@ void check_run_files(const TrainOptions& o) {
   // Output paths first: a run must not end by failing to write.
   if (!o.save.empty()) tools::check_output_file(o.save, "--save");
   if (!o.checkpoint.empty()) tools::check_output_file(o.checkpoint, "--checkpoint");
-  if (!o.log_dir.empty()) {  // made with its parents: the nearest folder that exists must take it
-    fs::path made = fs::absolute(o.log_dir);
-    std::error_code ec;
-    while (!fs::exists(made, ec) && made.has_relative_path()) made = made.parent_path();
-    if (!fs::is_directory(made, ec))
-      FASTER_THROW("--log-dir ", o.log_dir, ": ", made.string(), " is a file, not a folder");
-    if (::access(made.c_str(), W_OK) != 0)
-      FASTER_THROW("--log-dir ", o.log_dir, ": cannot write in ", made.string(), " (",
-                   std::strerror(errno), ")");
-  }
+  if (!o.log_dir.empty()) tools::check_output_dir(o.log_dir, "--log-dir");
   std::error_code ec;
   if (!o.resume.empty() && !fs::is_regular_file(o.resume, ec))
     FASTER_THROW("--resume ", o.resume, ": no such file");
