@@ -281,8 +281,8 @@ TEST(Ddp, BadWorldSettingsAndBusyPort) {
   EXPECT_NE(busy.output.find("port is busy"), std::string::npos) << busy.output;
   EXPECT_NE(busy.output.find("HINT"), std::string::npos) << busy.output;
   EXPECT_EQ(silent.exit_code, 1) << silent.output;
-  EXPECT_NE(silent.output.find("rank 1 could not join the job at 127.0.0.1:" + port +
-                               " within 2 s: no answer from the store there"),
+  EXPECT_NE(silent.output.find("rank 1: faster: error: could not join the job at 127.0.0.1:" +
+                               port + " within 2 s: no answer from the store there"),
             std::string::npos)
       << silent.output;
   // Rank 0 without its peer ends at --dist-timeout, saying how many joined (it waited twice as
@@ -294,9 +294,9 @@ TEST(Ddp, BadWorldSettingsAndBusyPort) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   EXPECT_EQ(alone.exit_code, 1) << alone.output;
-  EXPECT_NE(
-      alone.output.find("rank 0: 1 of 2 ranks joined the job at 127.0.0.1:" + port + " within 4 s"),
-      std::string::npos)
+  EXPECT_NE(alone.output.find("rank 0: faster: error: 1 of 2 ranks joined the job at 127.0.0.1:" +
+                              port + " within 4 s"),
+            std::string::npos)
       << alone.output;
   EXPECT_LT(seconds, 8.0) << alone.output;
   // torchrun (or srun -n 2) without --parallel ddp: two lone runs writing the same files before.
@@ -352,11 +352,14 @@ TEST(Ddp, RanksStartedWithOtherSettingsStopAtOnce) {
                                  (t / "r1.txt").string() + " 2>&1 & " + env + "RANK=0 " + train +
                                  " --batch 128 --dist-timeout 60; rc=$?; wait; exit $rc)");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("rank 0: other ranks were started with other settings than rank 0"),
+  EXPECT_NE(r.output.find(
+                "rank 0: faster: error: other ranks were started with other settings than rank 0"),
             std::string::npos)
       << r.output;
   const std::string r1 = test::read_file(t / "r1.txt");
-  EXPECT_NE(r1.find("rank 1 was started with other settings than rank 0"), std::string::npos) << r1;
+  EXPECT_NE(r1.find("rank 1: faster: error: this rank was started with other settings than rank 0"),
+            std::string::npos)
+      << r1;
 }
 
 // torchrun's agent serves the store on MASTER_PORT itself (TORCHELASTIC_USE_AGENT_STORE=True):

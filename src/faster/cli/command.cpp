@@ -13,6 +13,7 @@
 
 #include "faster/core/error.h"
 #include "faster/core/interrupt.h"
+#include "faster/core/log.h"
 
 namespace faster::cli {
 namespace fs = std::filesystem;
@@ -162,11 +163,13 @@ std::string command_table_source() {
 
 int exit_code_of(const std::function<int()>& body,
                  const std::function<std::string(const std::exception&)>& message) {
+  // A rank of a job of several says which it is, as its warnings do (log::set_source).
   try {
     return body();
   } catch (const Error& e) {
-    std::fprintf(stderr, "faster: error: %s\n", e.what());
-    if (!e.hint().empty()) std::fprintf(stderr, "HINT: %s\n", e.hint().c_str());
+    const std::string rank = log::source();
+    std::fprintf(stderr, "%sfaster: error: %s\n", rank.c_str(), e.what());
+    if (!e.hint().empty()) std::fprintf(stderr, "%sHINT: %s\n", rank.c_str(), e.hint().c_str());
     if (dynamic_cast<const UsageError*>(&e)) return kExitUsage;
     if (const auto* stop = dynamic_cast<const Interrupted*>(&e)) {
       // End by the signal itself, as the shell expects of a program it interrupted (a script's
@@ -177,7 +180,7 @@ int exit_code_of(const std::function<int()>& body,
       return 128 + stop->signal();
     }
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "faster: error: %s\n", message(e).c_str());
+    std::fprintf(stderr, "%sfaster: error: %s\n", log::source().c_str(), message(e).c_str());
   }
   return kExitError;
 }

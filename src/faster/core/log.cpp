@@ -20,6 +20,11 @@ void set_source(const std::string& source) {
   g_source = source;
 }
 
+std::string source() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_source;
+}
+
 void set_level(Level l) {
   g_level = l;
 }

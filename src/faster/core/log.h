@@ -15,6 +15,7 @@ Level level();
 // Put before every line from now on: "rank 1: " in a job of several ranks, whose lines share
 // one terminal.
 void set_source(const std::string& source);
+std::string source();
 void write(Level level, const std::string& message);
 
 template <typename... Args>

@@ -189,12 +189,10 @@ void check_ranks_agree(Dist& dist, const nlohmann::json& options, int classes,
   dist.broadcast_from_rank0(first);
   const bool same = first.item<int64_t>() == static_cast<int64_t>(hash);
   if (!every_rank(dist, same, device))
-    throw Error(same ? "rank " + std::to_string(dist.world().rank) +
-                           ": other ranks were started with other settings than rank 0"
-                     : "rank " + std::to_string(dist.world().rank) +
-                           " was started with other settings than rank 0 (model, widths, "
-                           "epochs, classes, batch, rates, schedule, seed, augmentation or "
-                           "--bucket-mb)",
+    throw Error(same ? "other ranks were started with other settings than rank 0"
+                     : "this rank was started with other settings than rank 0 (model, widths, "
+                       "epochs, classes, batch, rates, schedule, seed, augmentation or "
+                       "--bucket-mb)",
                 "start every rank with the same flags and data (torchrun and srun run one "
                 "command line)");
 }
@@ -239,6 +237,8 @@ void to_channels_last(torch::nn::Module& m) {
 std::unique_ptr<Dist> join_job(const TrainOptions& o, WorldInfo& world, torch::Device& device) {
   if (o.parallel != Parallel::kDdp) return nullptr;
   world = world_from_env();
+  // From here every line of this rank, its error too, starts with "rank N: ".
+  if (world.world > 1) log::set_source("rank " + std::to_string(world.rank) + ": ");
   if (device.is_cuda()) {
     const int n = cuda_device_count();
     // A Slurm task that sees one GPU (--gpus-per-task 1) uses it (core/launch_env.h); every other
@@ -247,9 +247,8 @@ std::unique_ptr<Dist> join_job(const TrainOptions& o, WorldInfo& world, torch::D
         launch_env::one_gpu_per_task([](const char* name) { return std::getenv(name); });
     const int index = own_gpu ? 0 : world.local_rank;
     if (index >= n)
-      throw Error("rank " + std::to_string(world.rank) + " has local rank " +
-                      std::to_string(world.local_rank) + " but only " + std::to_string(n) +
-                      " CUDA device(s) are visible",
+      throw Error("local rank " + std::to_string(world.local_rank) + ", but only " +
+                      std::to_string(n) + " CUDA device(s) are visible",
                   "start at most " + std::to_string(n) +
                       " ranks per node (--nproc, torchrun --nproc-per-node)");
     device = torch::Device(torch::kCUDA, index);
@@ -460,7 +459,6 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   auto device = resolve_device(o.device);
   WorldInfo world;
   auto dist = join_job(o, world, device);
-  if (world.world > 1) log::set_source("rank " + std::to_string(world.rank) + ": ");
   if (device.is_cpu()) configure_cpu_runtime(world.local_world);
   const auto dp = dp_devices(o);
   if (device.is_cuda() && o.gpu_wait != GpuWait::kAuto)  // every device the run uses, first

@@ -92,10 +92,10 @@ c10::intrusive_ptr<c10d::Store> join_store(const WorldInfo& w, std::chrono::mill
   } catch (const std::exception& e) {
     const std::string what = e.what();
     if (what.find("in use") != std::string::npos || what.find("EADDRINUSE") != std::string::npos)
-      throw Error("rank 0 cannot listen on " + where + ": the port is busy",
+      throw Error("cannot listen on " + where + ": the port is busy",
                   "set MASTER_PORT (or torchrun --master-port) to a free port");
-    throw Error("rank " + std::to_string(w.rank) + " could not join the job at " + where +
-                    " within " + seconds_text(timeout) + ": " + what.substr(0, what.find('\n')),
+    throw Error("could not join the job at " + where + " within " + seconds_text(timeout) + ": " +
+                    what.substr(0, what.find('\n')),
                 "check MASTER_ADDR/MASTER_PORT and that all " + std::to_string(w.world) +
                     " ranks were started");
   }
@@ -108,9 +108,8 @@ c10::intrusive_ptr<c10d::Store> join_store(const WorldInfo& w, std::chrono::mill
   for (int64_t joined = store->add(key, 1); joined < w.world; joined = store->add(key, 0)) {
     // At the deadline one more look: a rank that came just now is not left waiting alone.
     if (std::chrono::steady_clock::now() > deadline && (joined = store->add(key, 0)) < w.world)
-      throw Error("rank " + std::to_string(w.rank) + ": " + std::to_string(joined) + " of " +
-                      std::to_string(w.world) + " ranks joined the job at " + where + " within " +
-                      seconds_text(timeout),
+      throw Error(std::to_string(joined) + " of " + std::to_string(w.world) +
+                      " ranks joined the job at " + where + " within " + seconds_text(timeout),
                   "start all " + std::to_string(w.world) +
                       " ranks (a rank that did not come says why in its own output), or give "
                       "them more time (--dist-timeout)");
@@ -148,9 +147,8 @@ c10::intrusive_ptr<c10d::Store> rendezvous(const WorldInfo& w, std::chrono::mill
   }).detach();
   std::unique_lock<std::mutex> lock(join->mutex);
   if (!join->done_cv.wait_for(lock, timeout + std::chrono::seconds(5), [&] { return join->done; }))
-    throw Error("rank " + std::to_string(w.rank) + " could not join the job at " + w.master_addr +
-                    ":" + std::to_string(w.master_port) + " within " + seconds_text(timeout) +
-                    ": no answer from the store there",
+    throw Error("could not join the job at " + w.master_addr + ":" + std::to_string(w.master_port) +
+                    " within " + seconds_text(timeout) + ": no answer from the store there",
                 "is another program listening on MASTER_PORT on rank 0's host? Check "
                 "MASTER_ADDR/MASTER_PORT and that rank 0 was started");
   if (join->error) std::rethrow_exception(join->error);
