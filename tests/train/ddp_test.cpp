@@ -323,9 +323,16 @@ TEST(Ddp, BadWorldSettingsAndBusyPort) {
   const auto port0 = test::run_faster_env("MASTER_PORT=70000",
                                           "train --nproc 2 --parallel ddp "
                                           "--device cpu");
-  EXPECT_EQ(port0.exit_code, 2) << port0.output;
+  EXPECT_EQ(port0.exit_code, 1) << port0.output;
   EXPECT_NE(port0.output.find("MASTER_PORT 70000 is not a TCP port"), std::string::npos)
       << port0.output;
+  // A rank reads it by the same rule (it once read "123abc" as 123 where the launcher refused it).
+  const auto rank_port =
+      test::run_faster_env("RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=123abc",
+                           "train --parallel ddp --device cpu");
+  EXPECT_EQ(rank_port.exit_code, 1) << rank_port.output;
+  EXPECT_NE(rank_port.output.find("MASTER_PORT 123abc is not a TCP port"), std::string::npos)
+      << rank_port.output;
   const auto iface = test::run_faster_env("GLOO_SOCKET_IFNAME=lo,nosuch0",
                                           "train --nproc 2 --parallel ddp --device cpu" + kSmall);
   EXPECT_NE(iface.exit_code, 0);

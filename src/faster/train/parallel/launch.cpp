@@ -91,14 +91,8 @@ std::vector<std::string> without_nproc(const std::vector<std::string>& args) {
 
 int launch_local(const LaunchOptions& o) {
   check_range("--nproc", o.nproc, 1, 1024);
-  const char* env = std::getenv("MASTER_PORT");
-  int port = 0;
-  if (env && *env) {  // empty: unset, as the ranks read it
-    port = std::atoi(env);
-    if (port < 1 || port > 65535) FASTER_USAGE_ERROR("MASTER_PORT ", env, " is not a TCP port");
-  } else {
-    port = free_local_port();
-  }
+  int port = master_port_from_env(0);
+  if (port == 0) port = free_local_port();
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, nullptr);

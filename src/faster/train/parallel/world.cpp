@@ -43,8 +43,6 @@ void check(const WorldInfo& w) {
   if (w.local_rank >= w.local_world)
     FASTER_THROW("local rank ", w.local_rank, " is not below the local world size ", w.local_world,
                  from);
-  if (w.master_port < 1 || w.master_port > 65535)
-    FASTER_THROW("MASTER_PORT ", w.master_port, " is not a TCP port", from);
 }
 
 }  // namespace
@@ -139,9 +137,19 @@ WorldInfo world_from_env() {
     const long long id = std::strtoll(job, &end, 10);
     if (*end == '\0' && id >= 0) fallback = 15000 + static_cast<int>(id % 10000);
   }
-  w.master_port = env_int("MASTER_PORT", fallback);
+  w.master_port = master_port_from_env(fallback);
   check(w);
   return w;
+}
+
+int master_port_from_env(int fallback) {
+  const char* v = env("MASTER_PORT");
+  if (!v) return fallback;
+  char* end = nullptr;
+  const long port = std::strtol(v, &end, 10);
+  if (*end != '\0' || port < 1 || port > 65535)
+    FASTER_THROW("MASTER_PORT ", v, " is not a TCP port (1-65535)");
+  return static_cast<int>(port);
 }
 
 int free_local_port() {

@@ -21,6 +21,10 @@ struct WorldInfo {
 // nothing set, a world of one (rank 0) on a free local port.
 WorldInfo world_from_env();
 
+// MASTER_PORT as a TCP port (1-65535), or `fallback` where it is unset or empty; throws
+// faster::Error naming any other value.  The launcher and every rank read it so.
+int master_port_from_env(int fallback);
+
 // A TCP port on 127.0.0.1 that nothing listens on right now.
 int free_local_port();
 
