@@ -37,12 +37,13 @@ void add_eval(CLI::App& root, int& exit_code) {
   cmd->add_option("--device", o.device, "auto, cpu, cuda or cuda:N")->capture_default_str();
   cmd->add_option("--batch", o.batch, "Images per batch")->capture_default_str();
   cmd->add_option("--workers", o.workers, "Loader threads")->capture_default_str();
-  cmd->add_option("--val-res", o.val_res,
-                  "Center-crop side (default: a checkpoint's own run's; else 224 for JPEG data, as "
-                  "stored for small datasets); FixRes: try a higher one than the model was "
-                  "trained at");
-  cmd->add_option("--val-resize", o.val_resize,
-                  "Shorter side resized to this before the crop (default --val-res * 256/224)");
+  add_val_side_option(cmd, "--val-res", o.val_res, data::kMaxSide,
+                      "Center-crop side (default: a checkpoint's own run's; else 224 for JPEG "
+                      "data, as stored for small datasets); FixRes: try a higher one than the "
+                      "model was trained at");
+  add_val_side_option(cmd, "--val-resize", o.val_resize, 2 * data::kMaxSide,
+                      "Shorter side resized to this before the crop (default --val-res * "
+                      "256/224)");
   add_enum_option(cmd, "--decode", o.decode, train::kDecodeChoices,
                   "JPEG decoding: cpu, nvjpeg or auto (nvjpeg on a GPU, cpu for images of at "
                   "most 160x160 pixels)");
@@ -62,10 +63,6 @@ void add_eval(CLI::App& root, int& exit_code) {
   cmd->add_option("--json", f->json, "Also write the result as JSON to this file");
   cmd->callback([f, cmd, &exit_code] {
     if (!f->json.empty()) tools::check_output_file(f->json, "--json");
-    for (const auto& [flag, value] :
-         {std::pair{"--val-res", f->o.val_res}, {"--val-resize", f->o.val_resize}})
-      if (cmd->get_option(flag)->count() > 0 && value == 0)  // 0 is "not given" inside
-        check_range(flag, value, 8, data::kMaxSide);
     if (cmd->get_option("--tta")->count() > 0) f->o.tta = f->tta;
     if (cmd->get_option("--ema")->count() > 0) f->o.ema = f->ema;
     if (cmd->get_option("--tta-shifts")->count() > 0) f->o.tta_shifts = f->tta_shifts;

@@ -136,11 +136,12 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
                   "Progressive resizing: epochs A:B (1-based) over which --res becomes --res-end");
   cmd->add_option("--res-step", o.res.step, "Progressive resizing: round to a multiple of this")
       ->capture_default_str();
-  cmd->add_option("--val-res", o.val_res,
-                  "Validation center-crop side (default: --res; FixRes: evaluate higher than you "
-                  "train)");
-  cmd->add_option("--val-resize", o.val_resize,
-                  "Validation: shorter side resized to this first (default --val-res * 256/224)");
+  add_val_side_option(cmd, "--val-res", o.val_res, data::kMaxSide,
+                      "Validation center-crop side (default: --res; FixRes: evaluate higher than "
+                      "you train)");
+  add_val_side_option(cmd, "--val-resize", o.val_resize, 2 * data::kMaxSide,
+                      "Validation: shorter side resized to this first (default --val-res * "
+                      "256/224)");
   cmd->add_option("--crop-scale", o.crop_scale_min,
                   "Random-resized-crop: the smallest crop, as a fraction of the image's area")
       ->capture_default_str();
@@ -379,9 +380,6 @@ void resolve_flags(TrainFlags& f) {
         "--res 0 (as stored) is for small datasets; JPEG images need a crop side "
         "from 8 to ",
         data::kMaxSide);
-  for (const auto& [flag, value] :
-       {std::pair{"--val-res", o.val_res}, {"--val-resize", o.val_resize}})
-    if (given(flag) && value == 0) check_range(flag, value, 8, data::kMaxSide);
   for (const char* flag : {"--blocks", "--filters"})
     if (models::family(o.model) == models::Family::kResNet && given(flag))
       FASTER_USAGE_ERROR(flag, " shapes thinnet and speednet; ", o.model,

@@ -132,6 +132,17 @@ CLI::Option* add_seed_option(CLI::App* cmd, uint64_t& seed, const std::string& h
       ->default_str(std::to_string(seed));
 }
 
+CLI::Option* add_val_side_option(CLI::App* cmd, const std::string& flag, int& side, int max_side,
+                                 const std::string& help) {
+  return cmd->add_option_function<int>(
+      flag,
+      [&side, flag, max_side](int value) {
+        check_range(flag.c_str(), value, 8, max_side);
+        side = value;
+      },
+      help);
+}
+
 std::string self_exe() {
   return (program_dir() / FASTER_PROGRAM).string();
 }

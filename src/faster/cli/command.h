@@ -74,6 +74,11 @@ void add_nvjpeg_options(CLI::App* cmd, data::CpuShare& cpu_share, int& threads);
 // past 2^64) is a usage error, where a plain option would wrap it around to another seed.
 CLI::Option* add_seed_option(CLI::App* cmd, uint64_t& seed, const std::string& help);
 
+// --val-res / --val-resize of train and eval: a side from 8 to `max_side` into `side`, whose 0
+// stands for "not given" (a default follows), so a given 0 is a usage error.
+CLI::Option* add_val_side_option(CLI::App* cmd, const std::string& flag, int& side, int max_side,
+                                 const std::string& help);
+
 // Path of the `faster` program (to start more of it: bench runs, DDP ranks); in faster-torch, the
 // `faster` beside it, so that the new processes show as `faster train ...` like the first.
 std::string self_exe();
