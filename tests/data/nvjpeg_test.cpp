@@ -134,6 +134,15 @@ TEST(NvjpegDecoder, CloseToTheCpuPipeline) {
   auto nhwc = dec.new_batch(5, s, Layout::kNHWC);
   dec.decode(jobs, Layout::kNHWC, nhwc, refused);
   if (dec.hardware()) EXPECT_EQ(refused, std::vector<int>{4});
+  // A decoder whose bound holds the first three images' pixels (with 256-byte alignment) but
+  // not the 640x480 one leaves that one to the CPU; the others are decoded as before.
+  jobs.pop_back();
+  const size_t three = 2 * (160 * 120 * 3 + 256) + 97 * 203 * 3 + 256;
+  NvjpegDecoder bounded(torch::kCUDA, 8, three);
+  auto part = bounded.new_batch(4, s, Layout::kNCHW);
+  bounded.decode(jobs, Layout::kNCHW, part, refused);
+  EXPECT_EQ(refused, std::vector<int>{3});
+  EXPECT_TRUE(torch::equal(part.narrow(0, 0, 3).cpu(), out.narrow(0, 0, 3).cpu()));
 }
 
 // A source that counts its reads: an image nvJPEG refuses must not be read from disk again.

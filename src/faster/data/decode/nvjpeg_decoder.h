@@ -39,8 +39,13 @@ struct NvjpegTiming {
 
 class NvjpegDecoder {
  public:
+  // Decoded pixels one decode() call may hold on the GPU: a part of a batch of ordinary images
+  // (64 of 500x400: 38 MB) is far below it; the images past it (large photographs) are refused
+  // (the CPU decodes only their crops) instead of the GPU memory for them growing to gigabytes.
+  static constexpr size_t kDefaultArenaBytes = size_t{512} << 20;
+
   // Throws faster::Error when there is no usable GPU or nvJPEG (or no CUDA in this build).
-  NvjpegDecoder(torch::Device device, int max_batch);
+  NvjpegDecoder(torch::Device device, int max_batch, size_t arena_bytes = kDefaultArenaBytes);
   ~NvjpegDecoder();
   NvjpegDecoder(const NvjpegDecoder&) = delete;
   NvjpegDecoder& operator=(const NvjpegDecoder&) = delete;

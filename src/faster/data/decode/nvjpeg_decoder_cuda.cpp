@@ -54,10 +54,12 @@ struct NvjpegDecoder::Impl {
   nvjpegJpegState_t state = nullptr;
   nvjpegJpegStream_t bitstream = nullptr;
   bool hardware = false;
-  bool warned = false;  // a batched call failed for a reason other than its images
+  bool warned = false;        // a batched call failed for a reason other than its images
+  bool warned_large = false;  // images went to the CPU for the arena's bound
   unsigned engines = 0, cores = 0;
-  torch::Tensor arena;  // decoded RGB images of the current batch (device, grows)
-  torch::Tensor crops;  // GpuCrop records (device, grows)
+  torch::Tensor arena;     // decoded RGB images of the current batch (device, grows)
+  size_t arena_bytes = 0;  // at most this
+  torch::Tensor crops;     // GpuCrop records (device, grows)
   // Per call, kept for their capacity.
   std::vector<const unsigned char*> data;
   std::vector<size_t> lengths;
@@ -84,7 +86,7 @@ struct NvjpegDecoder::Impl {
   }
 };
 
-NvjpegDecoder::NvjpegDecoder(torch::Device device, int max_batch) {
+NvjpegDecoder::NvjpegDecoder(torch::Device device, int max_batch, size_t arena_bytes) {
   if (!device.is_cuda())
     FASTER_THROW("--decode nvjpeg needs a CUDA device (got ", device.str(), ")");
   if (!torch::cuda::is_available()) FASTER_THROW("--decode nvjpeg: no CUDA GPU is visible");
@@ -92,6 +94,7 @@ NvjpegDecoder::NvjpegDecoder(torch::Device device, int max_batch) {
   c10::cuda::CUDAGuard guard(device);
   impl_ = std::make_unique<Impl>(device);
   Impl& m = *impl_;
+  m.arena_bytes = arena_bytes;
   const nvjpegStatus_t hw =
       nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, NVJPEG_FLAGS_DEFAULT, &m.handle);
   if (hw == NVJPEG_STATUS_SUCCESS) {
@@ -163,16 +166,35 @@ void NvjpegDecoder::decode(const std::vector<GpuJpeg>& jobs, Layout layout, torc
       refused.push_back(i);
       continue;
     }
+    const size_t bytes = aligned(static_cast<size_t>(j.width) * 3 * j.height);
+    if (total + bytes > m.arena_bytes) {
+      if (!std::exchange(m.warned_large, true))
+        log::warn("nvJPEG: images past ", m.arena_bytes >> 20, " MiB of decoded pixels per call (",
+                  j.width, "x", j.height, " and others) are decoded on the CPU; for a dataset ",
+                  "of large photographs, 'faster resize' makes a smaller copy that loads faster");
+      refused.push_back(i);
+      continue;
+    }
     m.taken.push_back(i);
     m.offsets.push_back(total);
-    total += aligned(static_cast<size_t>(j.width) * 3 * j.height);
+    total += bytes;
   }
   const int n = static_cast<int>(m.taken.size());
   const int64_t t1 = now_ns();
   m.timing.parse_ns += t1 - t0;
   if (n == 0) return;
 
-  m.reserve(m.arena, total);
+  try {
+    m.reserve(m.arena, total);
+  } catch (const c10::Error& e) {  // out of memory beside the training: the CPU decodes these
+    if (!std::exchange(m.warned, true))
+      log::warn("nvJPEG: no GPU memory for a batch's decoded images (",
+                std::string(e.what_without_backtrace()).substr(0, 120),
+                "): the CPU decodes the images of such calls instead");
+    for (int i : m.taken) refused.push_back(i);
+    std::sort(refused.begin(), refused.end());
+    return;
+  }
   uint8_t* arena = m.arena.data_ptr<uint8_t>();
   m.data.resize(n), m.lengths.resize(n), m.images.assign(n, nvjpegImage_t{});
   m.host_crops.resize(n);

@@ -6,7 +6,7 @@ namespace faster::data {
 
 struct NvjpegDecoder::Impl {};
 
-NvjpegDecoder::NvjpegDecoder(torch::Device, int) {
+NvjpegDecoder::NvjpegDecoder(torch::Device, int, size_t) {
   throw Error("--decode nvjpeg needs faster built with CUDA (this build has no CUDA)",
               "use --decode cpu, or build on a machine with CUDA and nvcc");
 }
