@@ -100,6 +100,7 @@ TEST(UsageErrors, TrainRangesAndCombinations) {
       {t + " --res 0" + kNoData, "--res 0 (as stored) is for small datasets"},
       {t + " --val-res 0", "--val-res must be between 8 and 4096 (got 0)"},
       {t + " --val-resize 0", "--val-resize must be between 8 and 8192 (got 0)"},
+      {t + " --model speednet --stem-dims -1", "--stem-dims must be at least 0 (got -1)"},
       {t + " --seed -1", "--seed must be an integer from 0 to 18446744073709551615 (got '-1')"},
       {t + " --seed 1e23", "--seed must be an integer from 0"},
       {t + " --seed 18446744073709551616", "--seed must be an integer from 0"},

@@ -253,7 +253,8 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
                "pass is then skipped)");
   sr->add_option("--stem-dims", o.stem_dims,
                  "speednet: directions of the 3x3 patches the stem keeps, the largest-variance "
-                 "ones when whitened; the stem has two channels each (default: all 9 x channels)");
+                 "ones when whitened; the stem has two channels each (default: all 9 x channels; "
+                 "speedrun: 8 of a gray image's 9, all of a colour image's)");
   sr->add_flag("--prewarm,!--no-prewarm", o.prewarm,
                "Read the data while the GPU and its libraries start, and run every step shape "
                "once (CUDA graphs captured) before the first epoch");
@@ -321,6 +322,7 @@ void apply_recipe(TrainFlags& f) {
   o.filters = !unset("--filters") ? models::parse_int_list(f.filters, "--filters")
               : recipe_model      ? r.filters
                                   : widths.filters;
+  if (unset("--stem-dims")) o.stem_dims = recipe_model ? r.stem_dims : 0;
   if (unset("--ema")) o.ema_decay = r.ema_decay;
   if (unset("--min-lr")) o.schedule.min_lr = r.schedule.min_lr;
   if (unset("--eval-every")) o.eval_every = r.eval_every;
@@ -384,6 +386,7 @@ void resolve_flags(TrainFlags& f) {
     if (models::family(o.model) == models::Family::kResNet && given(flag))
       FASTER_USAGE_ERROR(flag, " shapes thinnet and speednet; ", o.model,
                          " has torchvision's layers (--model resnet18|resnet34|resnet50)");
+  if (given("--stem-dims")) check_at_least("--stem-dims", o.stem_dims, 0);
   models::validate_thinnet_shape(o.blocks, o.filters);
   // Flags that only mean something with another: refused rather than ignored.
   if (!f.lr_steps.empty() && o.schedule.decay != train::LrDecay::kStep)

@@ -115,7 +115,10 @@ struct TrainOptions {
   bool alternate_flips = false;  // ShiftFlipOptions::alternate
   bool whiten = false;
   bool freeze_whitening = false;
-  int stem_dims = 0;  // SpeedNet: patch directions its stem keeps (models::ModelOptions)
+  // SpeedNet: patch directions its stem keeps (models::ModelOptions); 0 all of them, and
+  // kStemDimsAuto (the speedrun recipe's) 8 of a gray image's 9, all of a colour image's.
+  static constexpr int kStemDimsAuto = -1;
+  int stem_dims = 0;
   bool prewarm = false;
 
   bool cudnn_benchmark = false;

@@ -519,6 +519,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   mo.in_channels = models::input_channels(o.model, d.channels());
   mo.blocks = o.blocks;
   mo.filters = o.filters;
+  if (o.stem_dims == TrainOptions::kStemDimsAuto) o.stem_dims = mo.in_channels == 1 ? 8 : 0;
   mo.stem_dims = o.stem_dims;
   mo.norm = o.sync_bn ? models::Norm::kSync : o.norm;
   mo.fused = o.fused;
