@@ -102,6 +102,17 @@ TEST(EarlyContext, FinishingWithoutOneSaysNoneAndRepeats) {
   EXPECT_LT(finish_early_context(), 0.0);
 }
 
+// 32 hardware work queues where the environment does not say how many; the user's own value stays.
+TEST(EarlyContext, MoreWorkQueuesUnlessTheEnvironmentSaysHowMany) {
+  unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  EXPECT_TRUE(ask_for_more_work_queues());
+  EXPECT_STREQ(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), "32");
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "4", 1);
+  EXPECT_FALSE(ask_for_more_work_queues());
+  EXPECT_STREQ(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), "4");
+  unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+}
+
 // The point of the separate library: in faster-torch its constructor runs after the C libraries'
 // and before LibTorch's, whose constructors take most of the time before main().
 TEST(EarlyContext, ItsConstructorRunsBeforeLibTorchs) {

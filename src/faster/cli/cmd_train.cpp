@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "faster/cli/command.h"
+#include "faster/core/early_context.h"
 #include "faster/core/enum_names.h"
 #include "faster/core/error.h"
 #include "faster/models/registry.h"
@@ -415,6 +416,9 @@ void resolve_flags(TrainFlags& f) {
 
 int run_train(TrainFlags& f) {
   auto& o = f.o;
+  // JPEG data: the loader's streams (nvJPEG's stage, the host copies) run beside the training's;
+  // before resolve_flags, whose device check is the first CUDA call.
+  if (!data::is_small_dataset(o.data)) ask_for_more_work_queues();
   resolve_flags(f);
   if (f.cmd->get_option("--gpus")->count() > 0 && o.parallel != train::Parallel::kDp)
     FASTER_USAGE_ERROR("--gpus needs --parallel dp (ddp: one GPU per rank)");

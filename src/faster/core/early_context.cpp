@@ -153,4 +153,12 @@ double finish_early_context() {
          1e-9 * static_cast<double>(now.tv_nsec - early.ready.tv_nsec);
 }
 
+bool ask_for_more_work_queues() {
+  // The early thread reads the environment while it makes the context: done first.
+  if (finish_early_context() >= 0) return false;
+  const char* set = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  if (set && *set) return false;
+  return setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1) == 0;
+}
+
 }  // namespace faster

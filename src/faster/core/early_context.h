@@ -33,4 +33,13 @@ int early_context_device(int argc, const char* const* argv, const EnvLookup& env
 // process exits and before anything sets environment variables (the driver reads them meanwhile).
 double finish_early_context();
 
+// Asks for 32 hardware work queues (CUDA_DEVICE_MAX_CONNECTIONS; the driver's default is 8) for
+// the CUDA context this process makes next, unless the environment already says how many.  With 8,
+// streams share queues and a kernel on one waits behind another stream's: ResNet-18 from JPEG
+// (nvJPEG's stage streams beside the training's) trained at 14,682-15,024 img/s with 8 and
+// 17,417-17,496 with 32 (BENCHMARKS.md, issue 12).  Call before the process's first CUDA call;
+// too late (nothing changes) where the early context has already made the context.  Returns
+// whether it set the variable.
+bool ask_for_more_work_queues();
+
 }  // namespace faster
