@@ -43,6 +43,9 @@ TEST(ImageTrain, ResNet18LearnsExportedFashionMnistInOneEpoch) {
   // 31.7 %); chance is 10 %.  Asserted: three times chance, and a top-5 above its chance (50 %).
   EXPECT_GE(j["final_test_accuracy"].get<double>(), 30.0) << r.output;
   EXPECT_GE(j["epochs"][0]["test_top5"].get<double>(), 70.0) << r.output;
+  // JPEG data asks CUDA for 32 hardware work queues (the loader's streams beside the training's),
+  // before its first CUDA call, whatever the device.
+  EXPECT_EQ(j["cuda_env"]["CUDA_DEVICE_MAX_CONNECTIONS"], "32") << j["cuda_env"].dump();
 }
 
 // N epochs straight == N/2, then --resume for the rest: the same weights, bit for bit (CPU),

@@ -187,6 +187,7 @@ TEST(Speedrun, RecipeImprovesOnItsFirstEpochAndCountsFromProcessStart) {
   EXPECT_EQ(j["options"]["filters"], (std::vector<int>{8, 16, 32}));
   EXPECT_EQ(j["options"]["blocks"], (std::vector<int>{1, 1, 1}));
   EXPECT_EQ(j["options"]["stem_dims"], 8);  // 8 of a gray 3x3 patch's 9: a 16-channel stem
+  EXPECT_FALSE(j["cuda_env"].contains("CUDA_DEVICE_MAX_CONNECTIONS"));  // left as measured
   const auto& epochs = j["epochs"];
   ASSERT_EQ(epochs.size(), 4u);
   const double first = epochs[0]["test_accuracy"], last = epochs[3]["test_accuracy"];

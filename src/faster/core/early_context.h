@@ -7,7 +7,8 @@
 // a thread that initialises it and retains the device's primary context, the one CUDA's runtime
 // (and so LibTorch) takes up on its first call instead of making its own.  No CUDA header is
 // needed: the driver's three entry points are looked up by name, and without a driver nothing
-// happens.  Opt-in (FASTER_EARLY_CONTEXT=1, CUDA builds only) until measured on a GPU.
+// happens.  Opt-in (FASTER_EARLY_CONTEXT=1, CUDA builds only): on an H200 it made no measurable
+// difference to the speedrun (BENCHMARKS.md, issue 13).
 #pragma once
 
 #include <functional>

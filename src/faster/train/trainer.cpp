@@ -78,6 +78,7 @@ nlohmann::json TrainReport::to_json() const {
   j["total_seconds"] = total_seconds;
   j["process_seconds"] = process_seconds;
   j["setup"] = setup;
+  j["cuda_env"] = cuda_env;
   j["train_images_per_second"] = train_images_per_second;
   j["epochs"] = nlohmann::json::array();
   for (const auto& e : epochs) j["epochs"].push_back(e.to_json());
@@ -631,6 +632,8 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
     setup["steps_ready_s"] = process_seconds();
   }
   report.setup = setup;
+  if (const char* queues = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"); queues && *queues)
+    report.cuda_env["CUDA_DEVICE_MAX_CONNECTIONS"] = queues;
   auto* image_loader = dynamic_cast<data::ImageLoader*>(train_loader.get());
   auto* val_image_loader = dynamic_cast<data::ImageLoader*>(val_loader.get());
   const int64_t steps_per_epoch = train_loader->batches_per_epoch();

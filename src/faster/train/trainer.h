@@ -50,6 +50,9 @@ struct TrainReport {
   // (start_s, device_ready_s, data_read_s, loaders_ready_s, steps_ready_s).
   double process_seconds = 0;
   nlohmann::json setup;
+  // The CUDA environment the run set or met that shapes its speed: CUDA_DEVICE_MAX_CONNECTIONS
+  // (JPEG data asks for 32 hardware work queues, core/early_context.h), where set.
+  nlohmann::json cuda_env = nlohmann::json::object();
   std::string device, model, data;
   int classes = 0;
   int start_epoch = 0;  // > 0 when resumed
