@@ -172,7 +172,8 @@ void Stepper::run(const data::Batch& b, std::unique_ptr<Captured>& c, const Step
   step(b.images, b.labels, b.size);
 }
 
-void Stepper::warm_up(const data::Batch& train, const data::Batch& eval) {
+void Stepper::warm_up(const data::Batch& train, const data::Batch& eval,
+                      const std::function<void(const char*)>& mark) {
   FASTER_CHECK(train.images.size(0) == o_.batch && eval.images.size(0) == o_.batch,
                "warm_up takes full-size batches");
   torch::NoGradGuard no_grad;
@@ -190,7 +191,16 @@ void Stepper::warm_up(const data::Batch& train, const data::Batch& eval) {
     torch::AutoGradMode grad(true);
     model_->train();
     sgd_.set_lr(0);
-    for (int i = 0; i < runs; ++i) train_batch(train);
+    const auto milestone = [&](const char* name) {
+      if (!mark) return;
+      if (device_.is_cuda()) torch::cuda::synchronize(device_.index());
+      mark(name);
+    };
+    for (int i = 0; i < runs; ++i) {
+      train_batch(train);
+      if (i == 0) milestone("first_step_s");
+    }
+    milestone("train_step_ready_s");
   }
   model_->eval();
   for (int i = 0; i < runs; ++i) eval_batch(eval);

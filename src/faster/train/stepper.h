@@ -86,7 +86,10 @@ class Stepper {
   // Runs the training and evaluation steps on these full-size batches until their graphs are
   // captured (or once, without graphs), so the first epoch pays no cuDNN plan or capture; then
   // restores the weights, momentum, buffers, EMA and sums: the run continues as if untouched.
-  void warm_up(const data::Batch& train, const data::Batch& eval);
+  // `mark(name)` is called, the device synchronized, after the first training step (its cuDNN
+  // plans) and once the training step is ready (captured), for the set-up's milestones.
+  void warm_up(const data::Batch& train, const data::Batch& eval,
+               const std::function<void(const char*)>& mark = {});
 
  private:
   using StepFn = std::function<void(const torch::Tensor&, const torch::Tensor&, int64_t)>;

@@ -627,7 +627,8 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
     bool warm = tb && eb;
     // All ranks or none: the warm-up's training steps all-reduce (shards differ).
     if (dist) warm = every_rank(*dist, warm, device);
-    if (warm) stepper.warm_up(*tb, *eb);
+    if (warm)
+      stepper.warm_up(*tb, *eb, [&setup](const char* name) { setup[name] = process_seconds(); });
     if (device.is_cuda()) torch::cuda::synchronize(device.index());
     setup["steps_ready_s"] = process_seconds();
   }
