@@ -41,6 +41,9 @@ struct TrainFlags {
   std::string json;
   int nproc = 0;
   CLI::App* cmd = nullptr;
+
+  // Whether the command line gave `flag` (else a recipe or a default decides).
+  bool given(const char* flag) const { return cmd->get_option(flag)->count() > 0; }
 };
 
 // This program's arguments, without its name, from /proc (the launcher restarts it with them).
@@ -282,7 +285,7 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
 // Fills what the user did not give from the recipe (the model's unless --recipe names one).
 void apply_recipe(TrainFlags& f) {
   auto& o = f.o;
-  const auto unset = [&](const char* flag) { return f.cmd->get_option(flag)->count() == 0; };
+  const auto unset = [&](const char* flag) { return !f.given(flag); };
   const bool arrays = data::is_small_dataset(o.data);
   std::optional<train::Recipe> recipe;
   if (!unset("--recipe")) recipe = f.recipe;
@@ -365,7 +368,7 @@ void print_recipe(const TrainFlags& f) {
               static_cast<long long>(o.batch), o.lr_per_256 > 0 ? o.lr_per_256 : o.sgd.lr,
               o.lr_per_256 > 0 ? " per 256" : "", enum_name(train::kLrDecayNames, o.schedule.decay),
               enum_name(train::kLoaderNames, o.loader), o.channels_last ? ", channels-last" : "");
-  if (o.recipe == train::Recipe::kCpu && f.cmd->get_option("--recipe")->count() == 0)
+  if (o.recipe == train::Recipe::kCpu && !f.given("--recipe"))
     std::printf(
         "(no GPU: a ThinNet sized for the CPU; --recipe seed trains the seed's benchmark)\n");
   std::fflush(stdout);
@@ -376,18 +379,17 @@ void resolve_flags(TrainFlags& f) {
   auto& o = f.o;
   apply_recipe(f);
   // --res 0 trains a small dataset as stored (a ResNet's recipe crops it otherwise); JPEG images
-  // need a crop size.  The validation sizes' 0 stands for "not given" (a default follows).
-  const auto given = [&](const char* flag) { return f.cmd->get_option(flag)->count() > 0; };
-  if (given("--res") && o.res.res == 0 && !data::is_small_dataset(o.data))
+  // need a crop size.
+  if (f.given("--res") && o.res.res == 0 && !data::is_small_dataset(o.data))
     FASTER_USAGE_ERROR(
         "--res 0 (as stored) is for small datasets; JPEG images need a crop side "
         "from 8 to ",
         data::kMaxSide);
   for (const char* flag : {"--blocks", "--filters"})
-    if (models::family(o.model) == models::Family::kResNet && given(flag))
+    if (models::family(o.model) == models::Family::kResNet && f.given(flag))
       FASTER_USAGE_ERROR(flag, " shapes thinnet and speednet; ", o.model,
                          " has torchvision's layers (--model resnet18|resnet34|resnet50)");
-  if (given("--stem-dims")) check_at_least("--stem-dims", o.stem_dims, 0);
+  if (f.given("--stem-dims")) check_at_least("--stem-dims", o.stem_dims, 0);
   models::validate_thinnet_shape(o.blocks, o.filters);
   // Flags that only mean something with another: refused rather than ignored.
   if (!f.lr_steps.empty() && o.schedule.decay != train::LrDecay::kStep)
@@ -407,7 +409,7 @@ void resolve_flags(TrainFlags& f) {
   o.fused = !f.no_fuse;
   if (f.fast) {
     train::apply_fast_mode(o);
-    if (f.cmd->get_option("--amp-dtype")->count() > 0) o.precision = f.amp_dtype;
+    if (f.given("--amp-dtype")) o.precision = f.amp_dtype;
   } else if (f.amp) {
     o.precision = f.amp_dtype;
   }
@@ -420,7 +422,7 @@ int run_train(TrainFlags& f) {
   // before resolve_flags, whose device check is the first CUDA call.
   if (!data::is_small_dataset(o.data)) ask_for_more_work_queues();
   resolve_flags(f);
-  if (f.cmd->get_option("--gpus")->count() > 0 && o.parallel != train::Parallel::kDp)
+  if (f.given("--gpus") && o.parallel != train::Parallel::kDp)
     FASTER_USAGE_ERROR("--gpus needs --parallel dp (ddp: one GPU per rank)");
   if (o.parallel != train::Parallel::kDdp) {
     // One rank of a launched job (torchrun, srun -n N) without DDP would train alone, N times over,
@@ -432,7 +434,7 @@ int run_train(TrainFlags& f) {
           world && *world ? "WORLD_SIZE=" + std::string(world) : std::string("an srun step"),
           ") but --parallel ddp is not given: each rank would train alone; add --parallel ddp");
   }
-  if (f.cmd->get_option("--nproc")->count() > 0) {
+  if (f.given("--nproc")) {
     check_range("--nproc", f.nproc, 1, 1024);
     if (o.parallel != train::Parallel::kDdp) FASTER_USAGE_ERROR("--nproc needs --parallel ddp");
     const char* rank = std::getenv("RANK");
