@@ -384,14 +384,19 @@ Flip resolve_flip(Flip flip, const TrainingData& d) {
   return mirrorable ? Flip::kOn : Flip::kOff;
 }
 
-// The first `n` training images as the model sees them (float, normalized), for the layers that
-// start from the data.
-torch::Tensor first_images(const data::ArrayDataset& a, int64_t n, const data::Normalization& norm,
-                           torch::Device device) {
-  n = std::min(n, a.n);
+// Initialises the layers of `model` that start from the data (SpeedNet's whitened stem) from the
+// first 2,000 training images as the model sees them (float, normalized); returns their
+// parameters.  Training and eval (of a checkpoint whose stem stayed so) must start alike.
+std::vector<torch::Tensor> init_from_training_images(models::Model& model,
+                                                     const data::ArrayDataset& a,
+                                                     const std::string& name,
+                                                     torch::Device device) {
+  const int64_t n = std::min<int64_t>(2000, a.n);
   const auto u8 = torch::from_blob(const_cast<uint8_t*>(a.images.data()),
                                    {n, a.channels, a.height, a.width}, torch::kUInt8);
-  return data::PixelNormalizer(norm, a.channels, data::Layout::kNCHW, device)(u8.to(device));
+  const auto images = data::PixelNormalizer(models::input_normalization(name), a.channels,
+                                            data::Layout::kNCHW, device)(u8.to(device));
+  return models::init_from_data(model, images);
 }
 
 // A full-size batch of `loader`'s first epoch, for the step warm-up (its sampler order, so no
@@ -550,9 +555,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   if (o.channels_last) to_channels_last(model.module());
   if (o.whiten) {
     if (!d.arrays()) FASTER_THROW("--whiten needs a small array dataset");
-    const auto images =
-        first_images(*d.train_arrays, 2000, models::input_normalization(o.model), device);
-    const auto set = models::init_from_data(model, images);
+    const auto set = init_from_training_images(model, *d.train_arrays, o.model, device);
     if (set.empty()) FASTER_THROW("--whiten: ", o.model, " has no layer initialised from the data");
     if (o.freeze_whitening)
       for (auto p : set) p.requires_grad_(false);
@@ -888,9 +891,8 @@ EvalReport evaluate(const EvalOptions& e) {
   if (ema && run.value("freeze_whitening", false)) {
     // The average covers the trained parameters: the stem stayed as initialised, out of it.
     if (!d.train_arrays) FASTER_THROW(e.weights, ": its frozen stem needs the training split");
-    const auto images =
-        first_images(*d.train_arrays, 2000, models::input_normalization(mo.name), device);
-    for (auto p : models::init_from_data(model, images)) p.requires_grad_(false);
+    for (auto p : init_from_training_images(model, *d.train_arrays, mo.name, device))
+      p.requires_grad_(false);
   }
   copy_state_dict(dict, prefix, model.module(), e.weights);
   model->eval();

@@ -65,6 +65,10 @@ bool is_loopback(const std::string& addr) {
   return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
 }
 
+std::string address(const WorldInfo& w) {
+  return w.master_addr + ":" + std::to_string(w.master_port);
+}
+
 std::string seconds_text(std::chrono::milliseconds t) {
   return std::to_string(t.count() / 1000) + " s";
 }
@@ -75,7 +79,7 @@ std::string seconds_text(std::chrono::milliseconds t) {
 // and Gloo then waited as long again before a bare "Socket Timeout".
 c10::intrusive_ptr<c10d::Store> join_store(const WorldInfo& w, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  const std::string where = w.master_addr + ":" + std::to_string(w.master_port);
+  const std::string where = address(w);
   // torchrun's agent serves the store on MASTER_PORT itself when it says so: every rank is a
   // client then, with its keys under the restart's prefix, as PyTorch's env:// rendezvous does.
   const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
@@ -147,8 +151,8 @@ c10::intrusive_ptr<c10d::Store> rendezvous(const WorldInfo& w, std::chrono::mill
   }).detach();
   std::unique_lock<std::mutex> lock(join->mutex);
   if (!join->done_cv.wait_for(lock, timeout + std::chrono::seconds(5), [&] { return join->done; }))
-    throw Error("could not join the job at " + w.master_addr + ":" + std::to_string(w.master_port) +
-                    " within " + seconds_text(timeout) + ": no answer from the store there",
+    throw Error("could not join the job at " + address(w) + " within " + seconds_text(timeout) +
+                    ": no answer from the store there",
                 "is another program listening on MASTER_PORT on rank 0's host? Check "
                 "MASTER_ADDR/MASTER_PORT and that rank 0 was started");
   if (join->error) std::rethrow_exception(join->error);
