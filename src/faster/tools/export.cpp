@@ -133,16 +133,7 @@ void check_only_export_files(const fs::path& out, const Split (&splits)[2],
       expected.insert(name + "/" + folders[static_cast<size_t>(ds.labels[static_cast<size_t>(i)])] +
                       "/" + export_file_name(i, split.full_count));
   }
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(out, ec); !ec && it != fs::end(it);
-       it.increment(ec)) {
-    const std::string rel = it->path().lexically_relative(out).string();
-    if (!expected.count(rel) && !is_temp_name(it->path().filename().string()))
-      throw Error(detail::concat("--out ", out.string(), " holds ", rel,
-                                 ", which this export does not write"),
-                  "remove it, or use another --out: export never mixes its files with others");
-  }
-  if (ec) FASTER_THROW("cannot list --out ", out.string(), ": ", ec.message());
+  refuse_foreign_entries(out, expected, "this export does not write", "export");
 }
 
 // A file written by an earlier run is finished: it only ever appears whole under its name, and

@@ -60,6 +60,20 @@ bool is_temp_name(const std::string& name) {
          name.compare(name.size() - n, n, kTempSuffix) == 0;
 }
 
+void refuse_foreign_entries(const fs::path& out, const std::unordered_set<std::string>& own,
+                            const std::string& not_ours, const std::string& tool) {
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(out, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    const std::string rel = it->path().lexically_relative(out).string();
+    if (!own.count(rel) && !is_temp_name(it->path().filename().string()))
+      throw Error(
+          "--out " + out.string() + " holds " + rel + ", which " + not_ours,
+          "remove it, or use another --out: " + tool + " never mixes its files with others");
+  }
+  if (ec) FASTER_THROW("cannot list --out ", out.string(), ": ", ec.message());
+}
+
 void write_file_atomic(const fs::path& final_path, const uint8_t* data, size_t size,
                        const std::function<void(const struct stat&)>& before_rename, bool durable) {
   const fs::path temp = temp_path_for(final_path);

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -44,6 +45,14 @@ void check_output_dir(const std::filesystem::path& dir, const std::string& flag)
 // The JSON in `path` (a tool's manifest); null when the file cannot be read, a discarded value when
 // it is not JSON: either way not an object, which is what the callers check.
 nlohmann::json read_json_file(const std::filesystem::path& path);
+
+// A tool that re-runs into its own tree (export, synth) refuses `out` when anything in it, at any
+// depth, is neither in `own` (paths relative to `out`) nor one of the tools' temporaries: loaders
+// would read a stray file as data.  faster::Error "--out OUT holds REL, which `not_ours`", with a
+// hint that `tool` never mixes its files with others.
+void refuse_foreign_entries(const std::filesystem::path& out,
+                            const std::unordered_set<std::string>& own, const std::string& not_ours,
+                            const std::string& tool);
 
 // Creates `dir` (its parent must exist) unless it is already a directory, and removes the
 // temporaries an interrupted run left in it.  Throws faster::Error naming the directory when a

@@ -278,20 +278,14 @@ void prepare_out(const SynthOptions& o, const std::vector<Job>& jobs) {
     for (const Job& j : jobs) now.insert(j.path.string());
     // Nothing but synth's own files (of either tree) may be there: a user's file or folder added
     // to a synth tree is refused before anything is deleted (loaders would read it as data).
-    std::unordered_set<std::string> own = now;
-    own.insert(manifest.string());
-    for (const Job& j : earlier) own.insert(j.path.string());
-    for (const auto* tree : {&jobs, &earlier})
+    std::unordered_set<std::string> own = {kSynthManifest};
+    const auto mine = [&](const fs::path& p) { own.insert(p.lexically_relative(o.out).string()); };
+    for (const auto* tree : {&jobs, &earlier}) {
+      for (const Job& j : *tree) mine(j.path);
       for (const fs::path& dir : folders_of(*tree))
-        for (auto d = dir; d != o.out && d.has_relative_path(); d = d.parent_path())
-          own.insert(d.string());
-    for (auto it = fs::recursive_directory_iterator(o.out, ec); !ec && it != fs::end(it);
-         it.increment(ec))
-      if (!own.count(it->path().string()) && !is_temp_name(it->path().filename().string()))
-        throw Error("--out " + o.out.string() + " holds " +
-                        it->path().lexically_relative(o.out).string() +
-                        ", which synth did not write",
-                    "remove it, or use another --out: synth never mixes its files with others");
+        for (auto d = dir; d != o.out && d.has_relative_path(); d = d.parent_path()) mine(d);
+    }
+    refuse_foreign_entries(o.out, own, "synth did not write", "synth");
     for (const Job& j : earlier)
       if (!now.count(j.path.string())) fs::remove(j.path, ec);
     for (const fs::path& dir : folders_of(earlier)) ::rmdir(dir.c_str());  // only if left empty
