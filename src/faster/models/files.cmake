@@ -5,13 +5,13 @@ list(APPEND FASTER_TORCH_SOURCES src/faster/models/registry.cpp src/faster/model
      src/faster/models/resnet.cpp src/faster/models/sync_batchnorm.cpp
      src/faster/models/speednet.cpp)
 # CUDA kernels: built into the library with CUDA, compiled for a check only without (CMakeLists.txt).
-list(APPEND FASTER_CUDA_SOURCES src/faster/models/relu_batchnorm.cu src/faster/models/max_pool.cu)
+list(APPEND FASTER_CUDA_SOURCES src/faster/models/norm_activation.cu src/faster/models/max_pool.cu)
 if(FASTER_CUDA)
-  list(APPEND FASTER_TORCH_SOURCES src/faster/models/relu_batchnorm_cuda.cpp
+  list(APPEND FASTER_TORCH_SOURCES src/faster/models/norm_activation_cuda.cpp
                                    src/faster/models/batchnorm_relu_cudnn.cpp
                                    src/faster/models/max_pool_cuda.cpp)
 else()
-  list(APPEND FASTER_TORCH_SOURCES src/faster/models/relu_batchnorm_none.cpp
+  list(APPEND FASTER_TORCH_SOURCES src/faster/models/norm_activation_none.cpp
                                    src/faster/models/batchnorm_relu_none.cpp
                                    src/faster/models/max_pool_none.cpp)
 endif()

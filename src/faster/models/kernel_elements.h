@@ -1,4 +1,4 @@
-// The element types faster's own CUDA kernels take (relu_batchnorm.cu, max_pool.cu), shared by the
+// The element types faster's own CUDA kernels take (norm_activation.cu, max_pool.cu), shared by the
 // kernels and their LibTorch wrappers; kernel_elements.cuh has the device-side conversions.
 #pragma once
 

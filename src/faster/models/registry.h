@@ -24,7 +24,7 @@ struct ModelOptions {
   std::vector<int> blocks{3, 3, 2};
   std::vector<int> filters{32, 64, 128};
   // Normalization and ReLU as one fused kernel where it applies: ThinNet's ReLU -> BatchNorm as
-  // faster's CUDA kernels (relu_batchnorm.h), ResNets' BatchNorm -> (+ residual) -> ReLU as cuDNN's
+  // faster's CUDA kernels (norm_activation.h), ResNets' BatchNorm -> (+ residual) -> ReLU as cuDNN's
   // (batchnorm_relu.h, fp16 channels-last training).
   bool fused = true;
   // ResNets: zero the last BatchNorm weight of each residual block (each starts as the identity).

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "faster/core/error.h"
-#include "faster/models/relu_batchnorm.h"
+#include "faster/models/norm_activation.h"
 
 namespace faster::models {
 namespace nn = torch::nn;

@@ -28,7 +28,7 @@ struct ThinNetOptions {
   // sync_all_reduce).
   Norm norm = Norm::kBatch;
   AllReduceSum sync_all_reduce;
-  // ReLU + BatchNorm as faster's fused CUDA kernels where they apply (relu_batchnorm.h); false:
+  // ReLU + BatchNorm as faster's fused CUDA kernels where they apply (norm_activation.h); false:
   // LibTorch's ReLU and BatchNorm2d everywhere.
   bool fused = true;
 

@@ -1,6 +1,6 @@
-// Builds without CUDA: ThinNet always runs LibTorch's ReLU and BatchNorm2d.
+// Builds without CUDA: the models always run LibTorch's BatchNorm2d and activations.
 #include "faster/core/error.h"
-#include "faster/models/relu_batchnorm.h"
+#include "faster/models/norm_activation.h"
 
 namespace faster::models {
 

@@ -1,7 +1,8 @@
-// ThinNet's ReLU -> BatchNorm2d as one fused CUDA operation (relu_batchnorm.cu) with its own
-// backward pass, where it applies; ThinNet falls back to LibTorch's ReLU and BatchNorm2d otherwise
-// (CPU, other dtypes, BatchNorm2d options it does not cover).  Results equal bn(relu(y)) up to
-// float rounding: statistics are summed in float per block and in double across blocks.
+// BatchNorm2d fused with the activation beside it, as one CUDA operation (norm_activation.cu) with
+// its own backward pass, where it applies: ThinNet's ReLU -> BatchNorm.  Elsewhere (CPU, other
+// dtypes, BatchNorm2d options it does not cover) the models run LibTorch's modules.  Results equal
+// the unfused ones up to float rounding: statistics are summed in float per block and in double
+// across blocks.
 #pragma once
 
 #include <torch/nn/modules/batchnorm.h>

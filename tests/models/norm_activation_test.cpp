@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "faster/models/relu_batchnorm.h"
+#include "faster/models/norm_activation.h"
 #include "faster/models/thinnet.h"
 #include "support/test_support.h"
 

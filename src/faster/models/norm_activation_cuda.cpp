@@ -1,5 +1,6 @@
-// The fused ReLU -> BatchNorm2d as a LibTorch autograd function over relu_batchnorm.cu's kernels,
-// queued on the current CUDA stream (so CUDA-graph capture records them like any LibTorch op).
+// The fused BatchNorm + activation as a LibTorch autograd function over norm_activation.cu's
+// kernels, queued on the current CUDA stream (so CUDA-graph capture records them like any LibTorch
+// op).
 #include <ATen/core/grad_mode.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/autograd.h>
@@ -7,13 +8,14 @@
 #include <cstdint>
 
 #include "faster/models/cuda_tensor.h"
-#include "faster/models/relu_batchnorm.h"
-#include "faster/models/relu_batchnorm_kernels.h"
+#include "faster/models/norm_activation.h"
+#include "faster/models/norm_activation_kernels.h"
 
 namespace faster::models {
 namespace {
 using kernels::element_type;
 using kernels::ElementType;
+using kernels::NormAct;
 using kernels::NormShape;
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
@@ -37,26 +39,27 @@ float* floats(const torch::Tensor& t) {
 }
 
 torch::Tensor workspace(const NormShape& s, const torch::Tensor& like) {
-  return torch::empty({kernels::relu_bn_workspace(s)}, like.options().dtype(torch::kFloat));
+  return torch::empty({kernels::norm_act_workspace(s)}, like.options().dtype(torch::kFloat));
 }
 
-class ReluBatchNormFunction : public torch::autograd::Function<ReluBatchNormFunction> {
+class NormActFunction : public torch::autograd::Function<NormActFunction> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, torch::Tensor y, const torch::Tensor& weight,
                                const torch::Tensor& bias, const torch::Tensor& running_mean,
-                               const torch::Tensor& running_var, double momentum, double eps) {
+                               const torch::Tensor& running_var, double momentum, double eps,
+                               int64_t act) {
     const c10::cuda::CUDAGuard on(y.device());  // the kernels read the SM count of the current one
     const auto s = shape_of(y);
     y = y.contiguous(format_of(s));
     auto out = torch::empty_like(y);
-    const auto f = y.options().dtype(torch::kFloat);
-    auto mean = torch::empty({s.c}, f), invstd = torch::empty({s.c}, f);
+    auto saved = torch::empty({kernels::norm_act_saved(s)}, y.options().dtype(torch::kFloat));
     auto work = workspace(s, y);
-    kernels::relu_bn_forward(s, y.data_ptr(), out.data_ptr(), floats(weight), floats(bias),
-                             floats(running_mean), floats(running_var),
-                             static_cast<float>(momentum), static_cast<float>(eps), floats(mean),
-                             floats(invstd), floats(work), stream_of(y));
-    ctx->save_for_backward({y, weight, mean, invstd});
+    kernels::norm_act_forward(static_cast<NormAct>(act), s, y.data_ptr(), out.data_ptr(),
+                              floats(weight), floats(bias), floats(running_mean),
+                              floats(running_var), static_cast<float>(momentum),
+                              static_cast<float>(eps), floats(saved), floats(work), stream_of(y));
+    ctx->save_for_backward({y, weight, saved});
+    ctx->saved_data["act"] = act;
     return out;
   }
 
@@ -72,10 +75,18 @@ class ReluBatchNormFunction : public torch::autograd::Function<ReluBatchNormFunc
     const auto f = y.options().dtype(torch::kFloat);
     auto dgamma = torch::empty({s.c}, f), dbeta = torch::empty({s.c}, f);
     auto work = workspace(s, y);
-    kernels::relu_bn_backward(s, y.data_ptr(), dout.data_ptr(), dy.data_ptr(), floats(weight),
-                              floats(saved[2]), floats(saved[3]), floats(dgamma), floats(dbeta),
-                              floats(work), stream_of(y));
-    return {dy, dgamma, dbeta, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    kernels::norm_act_backward(static_cast<NormAct>(ctx->saved_data["act"].toInt()), s,
+                               y.data_ptr(), dout.data_ptr(), dy.data_ptr(), floats(weight),
+                               floats(saved[2]), floats(dgamma), floats(dbeta), floats(work),
+                               stream_of(y));
+    return {dy,
+            dgamma,
+            dbeta,
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor()};
   }
 };
 
@@ -84,9 +95,7 @@ bool is_float_on(const torch::Tensor& t, const torch::Device& device) {
          t.is_contiguous();
 }
 
-}  // namespace
-
-bool fused_relu_batch_norm_applies(const torch::Tensor& y, const torch::nn::BatchNorm2dImpl& bn) {
+bool applies(const torch::Tensor& y, const torch::nn::BatchNorm2dImpl& bn) {
   ElementType type;
   if (!y.defined() || !y.is_cuda() || y.dim() != 4 || !element_type(y.scalar_type(), type))
     return false;
@@ -101,25 +110,35 @@ bool fused_relu_batch_norm_applies(const torch::Tensor& y, const torch::nn::Batc
       (y.requires_grad() || bn.weight.requires_grad() || bn.bias.requires_grad()))
     return false;  // inference has no backward here
   const auto s = shape_of(y);
-  return kernels::relu_bn_supported(s, y.is_contiguous(format_of(s)) ? y.data_ptr() : nullptr);
+  return kernels::norm_act_supported(s, y.is_contiguous(format_of(s)) ? y.data_ptr() : nullptr);
 }
 
-torch::Tensor fused_relu_batch_norm(const torch::Tensor& y, torch::nn::BatchNorm2dImpl& bn) {
+torch::Tensor apply(NormAct act, const torch::Tensor& y, torch::nn::BatchNorm2dImpl& bn) {
   const double eps = bn.options.eps();
   if (bn.is_training()) {
     bn.num_batches_tracked.add_(1);
-    return ReluBatchNormFunction::apply(y, bn.weight, bn.bias, bn.running_mean, bn.running_var,
-                                        *bn.options.momentum(), eps);
+    return NormActFunction::apply(y, bn.weight, bn.bias, bn.running_mean, bn.running_var,
+                                  *bn.options.momentum(), eps, static_cast<int64_t>(act));
   }
   const c10::cuda::CUDAGuard on(y.device());
   const auto s = shape_of(y);
   const auto x = y.contiguous(format_of(s));
   auto out = torch::empty_like(x);
   auto work = workspace(s, x);
-  kernels::relu_bn_inference(s, x.data_ptr(), out.data_ptr(), floats(bn.weight), floats(bn.bias),
-                             floats(bn.running_mean), floats(bn.running_var),
-                             static_cast<float>(eps), floats(work), stream_of(x));
+  kernels::norm_act_inference(act, s, x.data_ptr(), out.data_ptr(), floats(bn.weight),
+                              floats(bn.bias), floats(bn.running_mean), floats(bn.running_var),
+                              static_cast<float>(eps), floats(work), stream_of(x));
   return out;
+}
+
+}  // namespace
+
+bool fused_relu_batch_norm_applies(const torch::Tensor& y, const torch::nn::BatchNorm2dImpl& bn) {
+  return applies(y, bn);
+}
+
+torch::Tensor fused_relu_batch_norm(const torch::Tensor& y, torch::nn::BatchNorm2dImpl& bn) {
+  return apply(NormAct::kReluNorm, y, bn);
 }
 
 }  // namespace faster::models
