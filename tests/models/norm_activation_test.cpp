@@ -1,22 +1,46 @@
-// The fused ReLU -> BatchNorm (CUDA builds, run on the GPU machine; skipped where no GPU is
-// visible) against LibTorch's relu + batch_norm in double precision on the same (rounded) inputs:
-// forward output, running statistics, inference output and the gradients of y, gamma and beta,
-// for NCHW and NHWC, float/half/bfloat16, packed and unpacked channel counts.
+// The fused BatchNorm + activation kernels (CUDA builds, run on the GPU machine; skipped where no
+// GPU is visible) against LibTorch's ops in double precision on the same (rounded) inputs: ReLU ->
+// batch_norm (ThinNet's) and batch_norm -> gelu (SpeedNet's); forward output, running statistics,
+// inference output and the gradients of the input, gamma and beta, for NCHW and NHWC,
+// float/half/bfloat16, packed and unpacked channel counts; and a training step of each model fused
+// against unfused.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include "faster/models/norm_activation.h"
+#include "faster/models/speednet.h"
 #include "faster/models/thinnet.h"
 #include "support/test_support.h"
 
 namespace faster::models {
 namespace {
 
+enum class Act { kReluNorm, kNormGelu };
+
 struct Case {
   int64_t n, c, h, w;
   bool channels_last;
   torch::ScalarType type;
+  Act act = Act::kReluNorm;
 };
+
+bool applies(Act act, const torch::Tensor& y, const torch::nn::BatchNorm2dImpl& bn) {
+  return act == Act::kReluNorm ? fused_relu_batch_norm_applies(y, bn)
+                               : fused_batch_norm_gelu_applies(y, bn);
+}
+
+torch::Tensor fused(Act act, const torch::Tensor& y, torch::nn::BatchNorm2dImpl& bn) {
+  return act == Act::kReluNorm ? fused_relu_batch_norm(y, bn) : fused_batch_norm_gelu(y, bn);
+}
+
+// LibTorch's unfused pair: batch_norm(relu(y)) or gelu(batch_norm(y)).
+torch::Tensor reference(Act act, const torch::Tensor& y, const torch::Tensor& mean,
+                        const torch::Tensor& var,
+                        const torch::nn::functional::BatchNormFuncOptions& options) {
+  namespace F = torch::nn::functional;
+  if (act == Act::kReluNorm) return F::batch_norm(torch::relu(y), mean, var, options);
+  return torch::gelu(F::batch_norm(y, mean, var, options));
+}
 
 // Largest |a - b| relative to the largest |b| (1 where b is all zero).
 double relative_error(const torch::Tensor& a, const torch::Tensor& b) {
@@ -31,8 +55,9 @@ double output_tolerance(torch::ScalarType type) {
 }
 
 void check_case(const Case& k) {
-  SCOPED_TRACE(::testing::Message() << "n=" << k.n << " c=" << k.c << " " << k.h << "x" << k.w
-                                    << (k.channels_last ? " NHWC " : " NCHW ") << k.type);
+  SCOPED_TRACE(::testing::Message()
+               << (k.act == Act::kReluNorm ? "relu-bn" : "bn-gelu") << " n=" << k.n << " c=" << k.c
+               << " " << k.h << "x" << k.w << (k.channels_last ? " NHWC " : " NCHW ") << k.type);
   torch::manual_seed(7);
   const auto cuda = torch::TensorOptions().device(torch::kCUDA);
   const auto format =
@@ -59,15 +84,15 @@ void check_case(const Case& k) {
   auto br = bn->bias.detach().to(torch::kCPU, torch::kDouble).requires_grad_(true);
   auto rmr = rm0.to(torch::kCPU, torch::kDouble), rvr = rv0.to(torch::kCPU, torch::kDouble);
   namespace F = torch::nn::functional;
-  auto ref = F::batch_norm(
-      torch::relu(yr), rmr, rvr,
+  auto ref = reference(
+      k.act, yr, rmr, rvr,
       F::BatchNormFuncOptions().weight(gr).bias(br).training(true).momentum(0.1).eps(1e-5));
   ref.backward(dout.to(torch::kCPU, torch::kDouble));
 
   bn->train();
-  ASSERT_TRUE(fused_relu_batch_norm_applies(y, *bn));
+  ASSERT_TRUE(applies(k.act, y, *bn));
   auto yf = y.detach().clone().requires_grad_(true);
-  auto out = fused_relu_batch_norm(yf, *bn);
+  auto out = fused(k.act, yf, *bn);
   EXPECT_EQ(out.scalar_type(), k.type);
   EXPECT_TRUE(out.is_contiguous(format));
   out.backward(dout);
@@ -81,15 +106,16 @@ void check_case(const Case& k) {
   EXPECT_LT(relative_error(bn->weight.grad(), gr.grad()), 1e-4) << "dgamma";
   EXPECT_LT(relative_error(bn->bias.grad(), br.grad()), 1e-4) << "dbeta";
   // Where y <= 0 the ReLU passes no gradient.
-  EXPECT_EQ(yf.grad().masked_select(y <= 0).abs().max().item<double>(), 0.0);
+  if (k.act == Act::kReluNorm)
+    EXPECT_EQ(yf.grad().masked_select(y <= 0).abs().max().item<double>(), 0.0);
 
   // Inference with the updated running statistics.
   bn->eval();
   torch::NoGradGuard no_grad;
-  ASSERT_TRUE(fused_relu_batch_norm_applies(y, *bn));
-  auto inf = fused_relu_batch_norm(y, *bn);
-  auto inf_ref = F::batch_norm(
-      torch::relu(y.to(torch::kCPU, torch::kDouble)), rmr, rvr,
+  ASSERT_TRUE(applies(k.act, y, *bn));
+  auto inf = fused(k.act, y, *bn);
+  auto inf_ref = reference(
+      k.act, y.to(torch::kCPU, torch::kDouble), rmr, rvr,
       F::BatchNormFuncOptions().weight(gr.detach()).bias(br.detach()).training(false).eps(1e-5));
   EXPECT_LT(relative_error(inf, inf_ref), tol) << "inference";
 }
@@ -101,6 +127,17 @@ TEST(FusedReluBatchNorm, MatchesReluThenBatchNormInDouble) {
       check_case({16, 32, 26, 26, cl, type});  // ThinNet's first stage; 16-byte packs in NHWC
       check_case({64, 128, 6, 6, cl, type});   // its last stage
       check_case({5, 3, 7, 9, cl, type});      // channels not a multiple of a pack: one by one
+    }
+}
+
+TEST(FusedBatchNormGelu, MatchesBatchNormThenGeluInDouble) {
+  SKIP_WITHOUT_GPU();
+  for (auto type : {torch::kFloat, torch::kHalf, torch::kBFloat16})
+    for (bool cl : {false, true}) {
+      check_case({64, 64, 14, 14, cl, type, Act::kNormGelu});  // SpeedNet's first stage, pooled
+      check_case({64, 256, 3, 3, cl, type, Act::kNormGelu});   // its last
+      check_case({5, 96, 7, 7, cl, type, Act::kNormGelu});     // speedrun95's first width
+      check_case({5, 3, 7, 9, cl, type, Act::kNormGelu});      // one by one
     }
 }
 
@@ -117,8 +154,13 @@ TEST(FusedReluBatchNorm, AppliesOnlyWhereItCan) {
   cumulative->to(torch::kCUDA);
   EXPECT_FALSE(fused_relu_batch_norm_applies(y, *cumulative));
   EXPECT_FALSE(fused_relu_batch_norm_applies(torch::randn({1, 8, 1, 1}, torch::kCUDA), *bn));
+  // BatchNorm -> GELU goes by the same rules.
+  EXPECT_TRUE(fused_batch_norm_gelu_applies(y, *bn));
+  EXPECT_FALSE(fused_batch_norm_gelu_applies(y.cpu(), *bn));
+  EXPECT_FALSE(fused_batch_norm_gelu_applies(y, *cumulative));
   bn->eval();  // inference with autograd on: LibTorch's ops keep the graph
   EXPECT_FALSE(fused_relu_batch_norm_applies(y.requires_grad_(true), *bn));
+  EXPECT_FALSE(fused_batch_norm_gelu_applies(y, *bn));
 }
 
 // TF32 off for a scope: float convolutions and matmuls in full precision, so two runs that differ
@@ -135,18 +177,16 @@ struct FullFloatPrecision {
   }
 };
 
-// A whole ThinNet training step in float gives the same loss and weight gradients fused and
-// unfused (the fused path is wired into the model and its backward pass).
-TEST(FusedReluBatchNorm, ThinNetStepMatchesUnfused) {
-  SKIP_WITHOUT_GPU();
+// A whole training step in float gives the same loss and weight gradients fused and unfused (the
+// fused path is wired into the model and its backward pass), and the running statistics move alike.
+template <typename Net, typename Options>
+void check_step_matches_unfused(Options o, int64_t channels) {
   FullFloatPrecision full_float;
-  ThinNetOptions o;
-  o.filters = {16, 32, 64};
-  o.blocks = {1, 1, 1};
   torch::manual_seed(3);
-  ThinNet fused(o);
+  o.fused = true;
+  Net fused(o);
   o.fused = false;
-  ThinNet plain(o);
+  Net plain(o);
   {
     torch::NoGradGuard no_grad;
     auto src = fused->parameters();
@@ -155,7 +195,7 @@ TEST(FusedReluBatchNorm, ThinNetStepMatchesUnfused) {
   }
   fused->to(torch::kCUDA);
   plain->to(torch::kCUDA);
-  const auto x = torch::rand({64, 1, 28, 28}, torch::kCUDA);
+  const auto x = torch::rand({64, channels, 28, 28}, torch::kCUDA);
   const auto label =
       torch::randint(0, 10, {64}, torch::TensorOptions(torch::kLong).device(torch::kCUDA));
   auto lf = torch::nn::functional::cross_entropy(fused->forward(x), label);
@@ -166,6 +206,24 @@ TEST(FusedReluBatchNorm, ThinNetStepMatchesUnfused) {
   auto pf = fused->parameters(), pp = plain->parameters();
   for (size_t i = 0; i < pf.size(); ++i)
     EXPECT_LT(relative_error(pf[i].grad(), pp[i].grad()), 1e-3) << "parameter " << i;
+  auto bf = fused->buffers(), bp = plain->buffers();
+  for (size_t i = 0; i < bf.size(); ++i)
+    EXPECT_LT(relative_error(bf[i], bp[i]), 1e-4) << "buffer " << i;
+}
+
+TEST(FusedReluBatchNorm, ThinNetStepMatchesUnfused) {
+  SKIP_WITHOUT_GPU();
+  ThinNetOptions o;
+  o.filters = {16, 32, 64};
+  o.blocks = {1, 1, 1};
+  check_step_matches_unfused<ThinNet>(o, 1);
+}
+
+TEST(FusedBatchNormGelu, SpeedNetStepMatchesUnfused) {
+  SKIP_WITHOUT_GPU();
+  SpeedNetOptions o;
+  o.filters = {16, 32, 64};
+  check_step_matches_unfused<SpeedNet>(o, 1);
 }
 
 }  // namespace

@@ -224,9 +224,10 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
                   "ThinNet normalization after each conv+ReLU: batch or none");
   cmd->add_flag(
       "--no-fuse", f.no_fuse,
-      "Run BatchNorm, the residual add and ReLU as LibTorch's separate ops instead of one "
-      "fused kernel (used on CUDA by default where it applies: ThinNet's ReLU + "
-      "BatchNorm as faster's kernels; ResNets' BatchNorm (+ add) + ReLU as cuDNN's in "
+      "Run BatchNorm, the residual add and the activation as LibTorch's separate ops instead of "
+      "one fused kernel (used on CUDA by default where it applies: ThinNet's ReLU + BatchNorm "
+      "and SpeedNet's BatchNorm + GELU as faster's kernels; ResNets' BatchNorm (+ add) + ReLU as "
+      "cuDNN's in "
       "fp16 channels-last training, e.g. --fast)");
   auto* sr = cmd->add_option_group("Small datasets as stored (device loader)");
   sr->add_option("--translate", o.translate,

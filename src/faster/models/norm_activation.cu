@@ -41,6 +41,20 @@ struct Op<NormAct::kReluNorm> {  // r = max(y, 0); out = z
   __device__ static float output_grad(float, float g) { return g; }
 };
 
+template <>
+struct Op<NormAct::kNormGelu> {  // r = y; out = z * Phi(z), as torch.nn.functional.gelu
+  static constexpr bool kUsesZ = true;
+  static constexpr float kSqrtHalf = 0.70710678118654752f;
+  static constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+  __device__ static float input(float y) { return y; }
+  __device__ static bool passes(float) { return true; }
+  __device__ static float output(float z) { return 0.5f * z * (1.0f + erff(z * kSqrtHalf)); }
+  __device__ static float output_grad(float z, float g) {  // g * (Phi(z) + z * phi(z))
+    const float cdf = 0.5f * (1.0f + erff(z * kSqrtHalf));
+    return g * (cdf + z * kInvSqrt2Pi * expf(-0.5f * z * z));
+  }
+};
+
 // The forward's scale and shift of channel ch ([4][c] saved: mean, invstd, scale, shift) where the
 // backward pass needs them.
 template <NormAct A>
@@ -108,8 +122,7 @@ __global__ void reduce_nhwc(const T* __restrict__ y, const T* __restrict__ g, in
         const Pack<T, V> gv = *reinterpret_cast<const Pack<T, V>*>(g + at);
 #pragma unroll
         for (int i = 0; i < V; ++i)
-          accumulate<A, true>(to_float(yv.v[i]), to_float(gv.v[i]), scale[i], shift[i], a[i],
-                              b[i]);
+          accumulate<A, true>(to_float(yv.v[i]), to_float(gv.v[i]), scale[i], shift[i], a[i], b[i]);
       } else {
 #pragma unroll
         for (int i = 0; i < V; ++i)
@@ -261,8 +274,8 @@ __device__ __forceinline__ float apply_one(float y, float g, float k, float c1, 
   return Op<A>::output(r * k + c1);
 }
 
-// coef: the forward's [2][c] (scale, shift), or the backward's [3][c] (k, c1, c0) with the forward's
-// `saved`.
+// coef: the forward's [2][c] (scale, shift), or the backward's [3][c] (k, c1, c0) with the
+// forward's `saved`.
 template <typename T, int V, NormAct A, bool kBackward>
 __global__ void apply_nhwc(const T* __restrict__ y, const T* __restrict__ g, T* __restrict__ out,
                            int64_t rows, int c, const float* __restrict__ coef,
@@ -411,6 +424,9 @@ void dispatch(NormAct act, const NormShape& s, void* stream, const F& f) {
   switch (act) {
     case NormAct::kReluNorm:
       dispatch_type<NormAct::kReluNorm>(s, st, f);
+      break;
+    case NormAct::kNormGelu:
+      dispatch_type<NormAct::kNormGelu>(s, st, f);
       break;
   }
 }

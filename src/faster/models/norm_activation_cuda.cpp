@@ -141,4 +141,12 @@ torch::Tensor fused_relu_batch_norm(const torch::Tensor& y, torch::nn::BatchNorm
   return apply(NormAct::kReluNorm, y, bn);
 }
 
+bool fused_batch_norm_gelu_applies(const torch::Tensor& x, const torch::nn::BatchNorm2dImpl& bn) {
+  return applies(x, bn);
+}
+
+torch::Tensor fused_batch_norm_gelu(const torch::Tensor& x, torch::nn::BatchNorm2dImpl& bn) {
+  return apply(NormAct::kNormGelu, x, bn);
+}
+
 }  // namespace faster::models

@@ -15,6 +15,7 @@ namespace faster::models::kernels {
 // Which activation, on which side of the normalization.
 enum class NormAct {
   kReluNorm,  // ThinNet: out = bn(max(y, 0))
+  kNormGelu,  // SpeedNet: out = gelu(bn(y)), the exact (erf) GELU
 };
 
 // A [n, c, h, w] tensor, dense in NCHW (channels_last = false) or NHWC (true) order.
@@ -39,9 +40,9 @@ inline int64_t norm_act_saved(const NormShape& s) {
 
 // Training forward of y (the normalization's input r is y, or max(y, 0) for kReluNorm): batch mean
 // and biased variance of r per channel; z = (r - mean) / sqrt(var + eps) * gamma + beta; out = z
-// (kReluNorm).  Writes `saved` ([4][c]) for the backward pass and, when running_mean is not null,
-// updates running_mean/running_var ([c]) with `momentum` and the unbiased variance, as
-// torch.nn.BatchNorm2d does.
+// (kReluNorm) or gelu(z) (kNormGelu).  Writes `saved` ([4][c]) for the backward pass and, when
+// running_mean is not null, updates running_mean/running_var ([c]) with `momentum` and the unbiased
+// variance, as torch.nn.BatchNorm2d does.
 void norm_act_forward(NormAct act, const NormShape& s, const void* y, void* out, const float* gamma,
                       const float* beta, float* running_mean, float* running_var, float momentum,
                       float eps, float* saved, float* workspace, void* stream);

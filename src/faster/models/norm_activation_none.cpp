@@ -12,4 +12,12 @@ torch::Tensor fused_relu_batch_norm(const torch::Tensor&, torch::nn::BatchNorm2d
   FASTER_THROW("fused ReLU + BatchNorm needs a CUDA build of faster");
 }
 
+bool fused_batch_norm_gelu_applies(const torch::Tensor&, const torch::nn::BatchNorm2dImpl&) {
+  return false;
+}
+
+torch::Tensor fused_batch_norm_gelu(const torch::Tensor&, torch::nn::BatchNorm2dImpl&) {
+  FASTER_THROW("fused BatchNorm + GELU needs a CUDA build of faster");
+}
+
 }  // namespace faster::models

@@ -31,6 +31,7 @@ SpeedNetOptions speednet_options(const ModelOptions& o) {
   s.filters = o.filters;
   s.blocks = o.blocks;
   s.stem_dims = o.stem_dims;
+  s.fused = o.fused;
   return s;
 }
 

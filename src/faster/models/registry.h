@@ -23,9 +23,9 @@ struct ModelOptions {
   // convs after each stage's pooled entry conv (default_widths gives each architecture's own).
   std::vector<int> blocks{3, 3, 2};
   std::vector<int> filters{32, 64, 128};
-  // Normalization and ReLU as one fused kernel where it applies: ThinNet's ReLU -> BatchNorm as
-  // faster's CUDA kernels (norm_activation.h), ResNets' BatchNorm -> (+ residual) -> ReLU as cuDNN's
-  // (batchnorm_relu.h, fp16 channels-last training).
+  // Normalization and activation as one fused kernel where it applies: ThinNet's ReLU -> BatchNorm
+  // and SpeedNet's BatchNorm -> GELU as faster's CUDA kernels (norm_activation.h), ResNets'
+  // BatchNorm -> (+ residual) -> ReLU as cuDNN's (batchnorm_relu.h, fp16 channels-last training).
   bool fused = true;
   // ResNets: zero the last BatchNorm weight of each residual block (each starts as the identity).
   bool zero_init_residual = false;

@@ -7,6 +7,7 @@
 
 #include "faster/core/error.h"
 #include "faster/models/max_pool.h"
+#include "faster/models/norm_activation.h"
 
 namespace faster::models {
 namespace nn = torch::nn;
@@ -20,7 +21,10 @@ nn::Conv2d conv3x3(int in, int out, bool bias) {
 // conv0 -> max-pool 2 -> bn0 -> GELU, then (conv<j> -> bn<j> -> GELU) for j = 1..blocks.
 class StageImpl : public nn::Cloneable<StageImpl> {
  public:
-  StageImpl(int in, int out, int blocks) : in_(in), out_(out), blocks_(blocks) { reset(); }
+  StageImpl(int in, int out, int blocks, bool fused)
+      : in_(in), out_(out), blocks_(blocks), fused_(fused) {
+    reset();
+  }
   void reset() override {
     convs_.clear(), bns_.clear();
     for (int j = 0; j <= blocks_; ++j) {
@@ -33,13 +37,16 @@ class StageImpl : public nn::Cloneable<StageImpl> {
     for (size_t j = 0; j < convs_.size(); ++j) {
       x = convs_[j]->forward(x);
       if (j == 0) x = max_pool2x2(x);
-      x = torch::gelu(bns_[j]->forward(x));
+      auto& bn = *bns_[j];
+      x = fused_ && fused_batch_norm_gelu_applies(x, bn) ? fused_batch_norm_gelu(x, bn)
+                                                         : torch::gelu(bn.forward(x));
     }
     return x;
   }
 
  private:
   int in_, out_, blocks_;
+  bool fused_;
   std::vector<nn::Conv2d> convs_;
   std::vector<nn::BatchNorm2d> bns_;
 };
@@ -82,7 +89,7 @@ void SpeedNetImpl::reset() {
   stages_ = nn::Sequential();
   int c = o.stem_channels();
   for (size_t s = 0; s < o.filters.size(); ++s) {
-    stages_->push_back(Stage(c, o.filters[s], o.blocks[s]));
+    stages_->push_back(Stage(c, o.filters[s], o.blocks[s], o.fused));
     c = o.filters[s];
   }
   stages_ = register_module("stages", stages_);

@@ -36,6 +36,9 @@ struct SpeedNetOptions {
   // Whitened, they are the patches' principal directions of largest variance: 8 of Fashion-MNIST's
   // 9 makes the stem 16 channels, which cuDNN's kernels take without padding (18 it pads).
   int stem_dims = 0;
+  // BatchNorm -> GELU as faster's fused CUDA kernels where they apply (norm_activation.h); false:
+  // LibTorch's modules always.
+  bool fused = true;
 
   int patch_dims() const { return 9 * in_channels; }
   int stem_channels() const { return 2 * (stem_dims > 0 ? stem_dims : patch_dims()); }

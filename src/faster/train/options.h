@@ -146,8 +146,8 @@ struct TrainOptions {
   std::string mode_name = "custom";          // label for reports ("baseline", "fast", ...)
   Recipe recipe = Recipe::kSeed;             // the recipe that filled what was not given (reports)
   models::Norm norm = models::Norm::kBatch;  // ThinNet's normalization: batch or none
-  // Normalization + ReLU fused where it applies: ThinNet's as faster's CUDA kernels
-  // (models/norm_activation.h), ResNets' BatchNorm (+ residual) + ReLU as cuDNN's in fp16
+  // Normalization + activation fused where it applies: ThinNet's and SpeedNet's as faster's CUDA
+  // kernels (models/norm_activation.h), ResNets' BatchNorm (+ residual) + ReLU as cuDNN's in fp16
   // channels-last training (models/batchnorm_relu.h).
   bool fused = true;
 
