@@ -7,6 +7,8 @@
 #   SWEEP="A;B;..." flag sets, each run for SWEEP_SEEDS=2 seeds (e.g. "--epochs 10;--lr 0.6");
 #                   leading NAME=VALUE words are set in the run's environment
 #                   (e.g. "CUDA_MODULE_LOADING=EAGER --epochs 8")
+#   INTERLEAVE=1    run the recipe and every flag set seed by seed, in turn (SEEDS seeds each), so
+#                   that a machine whose set-up drifts during the call affects them alike
 #   PEER_SEEDS=5    seeds of scripts/speedrun_peer.py (0 skips); PEER_ARGS: its extra flags
 #   PEER_CURVES=1   the peer also tests after every epoch and writes OUT/runs/peer_sN.curve per
 #                   seed, for `faster bench --tta-peer OUT/runs/peer_s*.curve` (the test passes
@@ -22,7 +24,7 @@ seeds=${SEEDS:-10} recipe=${RECIPE:-speedrun} extra=${EXTRA:-} sweep=${SWEEP:-}
 sweep_seeds=${SWEEP_SEEDS:-2} peer_seeds=${PEER_SEEDS:-5} peer_args=${PEER_ARGS:-}
 peer_curves=${PEER_CURVES:-0}
 budget=${BUDGET_S:-330} target=${TARGET:-94}
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 2
 faster=./build-cuda/faster
 [ -x "$faster" ] || { echo "no $faster: run scripts/device/build.sh first" >&2; exit 2; }
 mkdir -p "$out/runs"
@@ -69,12 +71,32 @@ open(tsv, 'a').write(f'{label}\t{seed}\t{acc}\t{p}\t{shell_s}\n')
 PY
 }
 
-echo "== faster train --recipe $recipe $extra ($seeds seeds)"
-for s in $(seq 0 $((seeds - 1))); do run base "$s"; done
+IFS=';' read -ra sets <<< "$sweep"
+if [ "${INTERLEAVE:-0}" = 1 ]; then
+  echo "== faster train --recipe $recipe $extra, and in turn per seed ($seeds seeds):"
+  i=0
+  for flags in "${sets[@]}"; do
+    i=$((i + 1))
+    echo "   v$i: $flags"
+    echo "v$i	$flags" >> "$out/legend.tsv"
+  done
+  for s in $(seq 0 $((seeds - 1))); do
+    run base "$s"
+    i=0
+    for flags in "${sets[@]}"; do
+      i=$((i + 1))
+      # shellcheck disable=SC2086
+      run "v$i" "$s" $flags
+    done
+  done
+  sweep=  # done
+else
+  echo "== faster train --recipe $recipe $extra ($seeds seeds)"
+  for s in $(seq 0 $((seeds - 1))); do run base "$s"; done
+fi
 
 if [ -n "$sweep" ]; then
   i=0
-  IFS=';' read -ra sets <<< "$sweep"
   for flags in "${sets[@]}"; do
     i=$((i + 1))
     echo "== sweep v$i: $flags ($sweep_seeds seeds)"
