@@ -102,8 +102,7 @@ std::vector<std::string> train_args(const Cell& c, const BenchOptions& o, const 
                                 o.filters,
                                 "--json",
                                 json};
-  // The seed's workload on any device: its recipe, not the CPU recipe `train` picks without a GPU.
-  a.insert(a.begin() + 1, {"--recipe", "seed"});
+  a.insert(a.begin() + 1, {"--recipe", o.recipe});
   const auto data = data_args(o);
   a.insert(a.end(), data.begin(), data.end());
   a.insert(a.end(), c.args.begin(), c.args.end());

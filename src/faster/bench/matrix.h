@@ -17,6 +17,10 @@ struct BenchOptions {
   std::string out_dir = "bench-out";
   std::string data;  // passed to train --data when set
   int epochs = 5;
+  // `faster train --recipe`: the seed's benchmark on a GPU; the short CPU version trains the CPU
+  // recipe's narrower ThinNet (the seed's learns nothing in its few steps).  The sizes are given
+  // to every run.
+  std::string recipe = "seed";
   int64_t batch = 512;
   std::string blocks = "3,3,2";
   std::string filters = "32,64,128";

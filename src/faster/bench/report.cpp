@@ -38,7 +38,7 @@ std::string markdown(const Report& r) {
   const auto& o = r.options;
   std::ostringstream md;
   md << "faster bench: ThinNet (blocks " << o.blocks << ", filters " << o.filters << "), batch "
-     << o.batch << ", " << o.epochs << " epoch(s), on " << device_name(r)
+     << o.batch << ", recipe " << o.recipe << ", " << o.epochs << " epoch(s), on " << device_name(r)
      << "; seconds (final test accuracy), median of " << o.repeats << " run(s)\n";
   if (!o.gpu)
     md << "No GPU: the short CPU version ("
@@ -80,6 +80,7 @@ nlohmann::json to_json(const Report& r) {
   nlohmann::json j;
   const auto& o = r.options;
   j["options"] = {{"epochs", o.epochs},
+                  {"recipe", o.recipe},
                   {"batch", o.batch},
                   {"blocks", o.blocks},
                   {"filters", o.filters},
