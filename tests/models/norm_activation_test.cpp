@@ -59,7 +59,6 @@ void check_case(const Case& k) {
                << (k.act == Act::kReluNorm ? "relu-bn" : "bn-gelu") << " n=" << k.n << " c=" << k.c
                << " " << k.h << "x" << k.w << (k.channels_last ? " NHWC " : " NCHW ") << k.type);
   torch::manual_seed(7);
-  const auto cuda = torch::TensorOptions().device(torch::kCUDA);
   const auto format =
       k.channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
   // Conv-like input (mean slightly positive, so the ReLU keeps about 60 %), rounded to the type.
@@ -106,8 +105,9 @@ void check_case(const Case& k) {
   EXPECT_LT(relative_error(bn->weight.grad(), gr.grad()), 1e-4) << "dgamma";
   EXPECT_LT(relative_error(bn->bias.grad(), br.grad()), 1e-4) << "dbeta";
   // Where y <= 0 the ReLU passes no gradient.
-  if (k.act == Act::kReluNorm)
+  if (k.act == Act::kReluNorm) {
     EXPECT_EQ(yf.grad().masked_select(y <= 0).abs().max().item<double>(), 0.0);
+  }
 
   // Inference with the updated running statistics.
   bn->eval();
@@ -198,8 +198,8 @@ void check_step_matches_unfused(Options o, int64_t channels) {
   const auto x = torch::rand({64, channels, 28, 28}, torch::kCUDA);
   const auto label =
       torch::randint(0, 10, {64}, torch::TensorOptions(torch::kLong).device(torch::kCUDA));
-  auto lf = torch::nn::functional::cross_entropy(fused->forward(x), label);
-  auto lp = torch::nn::functional::cross_entropy(plain->forward(x), label);
+  const torch::Tensor lf = torch::nn::functional::cross_entropy(fused->forward(x), label);
+  const torch::Tensor lp = torch::nn::functional::cross_entropy(plain->forward(x), label);
   lf.backward();
   lp.backward();
   EXPECT_NEAR(lf.item<double>(), lp.item<double>(), 1e-4);

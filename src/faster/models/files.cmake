@@ -1,6 +1,6 @@
-# models: the registry; ThinNet (the seed's model) and, with CUDA, its fused ReLU + BatchNorm
-# kernels; torchvision's ResNet-18/34/50; SpeedNet (the speedrun recipe's) and, with CUDA, its
-# max-pool kernels.
+# models: the registry; ThinNet (the seed's model); torchvision's ResNet-18/34/50; SpeedNet (the
+# speedrun recipe's); with CUDA, the fused BatchNorm + activation kernels (ThinNet's ReLU ->
+# BatchNorm, SpeedNet's BatchNorm -> GELU) and SpeedNet's max-pool kernels.
 list(APPEND FASTER_TORCH_SOURCES src/faster/models/registry.cpp src/faster/models/thinnet.cpp
      src/faster/models/resnet.cpp src/faster/models/sync_batchnorm.cpp
      src/faster/models/speednet.cpp)

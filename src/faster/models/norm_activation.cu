@@ -113,9 +113,12 @@ __global__ void reduce_nhwc(const T* __restrict__ y, const T* __restrict__ g, in
 #pragma unroll
   for (int i = 0; i < V; ++i) a[i] = b[i] = 0.0f;
   if (l.sub < l.rows_per_iter) {
-    float scale[V], shift[V];
+    float scale[V], shift[V];  // the forward's, for the backward (a forward has no `saved` yet)
 #pragma unroll
-    for (int i = 0; i < V; ++i) forward_coef<A>(saved, c, l.lane * V + i, scale[i], shift[i]);
+    for (int i = 0; i < V; ++i) {
+      scale[i] = shift[i] = 0.0f;
+      if constexpr (kBackward) forward_coef<A>(saved, c, l.lane * V + i, scale[i], shift[i]);
+    }
     l.for_each_pack(rows, c, V, [&](int64_t at) {
       const Pack<T, V> yv = *reinterpret_cast<const Pack<T, V>*>(y + at);
       if constexpr (kBackward) {
@@ -167,8 +170,8 @@ __global__ void reduce_nchw(const T* __restrict__ y, const T* __restrict__ g, in
                             float* __restrict__ partial) {
   __shared__ float shared[32];
   const int ch = blockIdx.x;
-  float scale, shift;
-  forward_coef<A>(saved, c, ch, scale, shift);
+  float scale = 0.0f, shift = 0.0f;
+  if constexpr (kBackward) forward_coef<A>(saved, c, ch, scale, shift);
   float a = 0.0f, b = 0.0f;
   for (int64_t img = blockIdx.y; img < n; img += gridDim.y) {
     const int64_t base = (img * c + ch) * hw;
@@ -269,7 +272,9 @@ __device__ __forceinline__ float apply_one(float y, float g, float k, float c1, 
   const float r = Op<A>::input(y);
   if constexpr (kBackward) {
     if (!Op<A>::passes(y)) return 0.0f;
-    return k * Op<A>::output_grad(r * scale + shift, g) + c1 * r + c0;
+    // Where the gradient passes, r is y (either activation): c1 * y keeps ReLU's arithmetic as
+    // its kernels had it.
+    return k * Op<A>::output_grad(r * scale + shift, g) + c1 * y + c0;
   }
   return Op<A>::output(r * k + c1);
 }

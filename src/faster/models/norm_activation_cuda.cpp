@@ -95,6 +95,7 @@ bool is_float_on(const torch::Tensor& t, const torch::Device& device) {
          t.is_contiguous();
 }
 
+// The rules of fused_relu_batch_norm_applies (norm_activation.h), for either activation.
 bool applies(const torch::Tensor& y, const torch::nn::BatchNorm2dImpl& bn) {
   ElementType type;
   if (!y.defined() || !y.is_cuda() || y.dim() != 4 || !element_type(y.scalar_type(), type))
