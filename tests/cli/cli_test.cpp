@@ -172,6 +172,31 @@ TEST(Cli, TrainOnTheCpuPicksTheCpuRecipe) {
   EXPECT_EQ(given.value("nvjpeg_threads", 0), 2);
 }
 
+// --muon-lr trains the filters with Muon: on the CPU recipe's first 8,192 images (64 steps) it
+// reached 80.7 % where SGD reached 73.6 % (measured, 2 cores; each run is deterministic); the
+// test asks for 3 points of the 7.
+TEST(Cli, MuonLearnsFasterThanSgdInAShortRun) {
+  REQUIRE_FASHION_MNIST();
+  const auto accuracy = [](const std::string& flags, nlohmann::json* options = nullptr) {
+    test::TempDir d;
+    const auto r = test::run_faster("train --device cpu --epochs 1 --train-limit 8192 "
+                                    "--test-limit 2048 --json " +
+                                    (d / "r.json").string() + " " + flags +
+                                    test::fashion_mnist_flag());
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    if (r.exit_code != 0) return 0.0;
+    const auto j = nlohmann::json::parse(test::read_file(d / "r.json"));
+    if (options) *options = j["options"];
+    return j.value("final_test_accuracy", 0.0);
+  };
+  nlohmann::json options;
+  const double muon = accuracy("--muon-lr 0.24", &options), sgd = accuracy("");
+  EXPECT_GT(muon, sgd + 3) << "Muon " << muon << " %, SGD " << sgd << " %";
+  EXPECT_DOUBLE_EQ(options.value("muon_lr", 0.0), 0.24);
+  EXPECT_DOUBLE_EQ(options.value("muon_momentum", 0.0), 0.6);
+  EXPECT_EQ(options.value("muon_steps", 0), 3);
+}
+
 // --res 0 trains a small dataset as stored, also where the recipe would crop it (a ResNet's).
 TEST(Cli, ResZeroTrainsASmallDatasetAsStored) {
   REQUIRE_FASHION_MNIST();

@@ -103,6 +103,18 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
       ->default_str("");
   cmd->add_flag("--decay-norm-bias,!--no-decay-norm-bias", o.sgd.decay_1d,
                 "Weight decay on BatchNorm weights and biases too (imagenet: no)");
+  cmd->add_option("--muon-lr", o.sgd.muon_lr,
+                  "Muon (airbench's optimizer) for the convolution filters at this peak rate, "
+                  "scaled by the schedule as --lr is: each filter bank's Nesterov momentum, one "
+                  "row per output channel, orthogonalized by Newton-Schulz iterations, the bank's "
+                  "norm held at sqrt(output channels), no weight decay; the other parameters keep "
+                  "SGD.  0 (the default): SGD for all")
+      ->capture_default_str();
+  cmd->add_option("--muon-momentum", o.sgd.muon_momentum,
+                  "Muon's momentum (Nesterov as --nesterov says)")
+      ->capture_default_str();
+  cmd->add_option("--muon-steps", o.sgd.muon_steps, "Muon's Newton-Schulz iterations per step")
+      ->capture_default_str();
   add_enum_option(cmd, "--lr-decay", o.schedule.decay, train::kLrDecayNames,
                   "After the warm-up: constant, cosine or linear (to --min-lr at the last step) "
                   "or step (x --lr-gamma at each of --lr-steps); default: the recipe's")
@@ -309,6 +321,9 @@ void apply_recipe(TrainFlags& f) {
   if (unset("--nesterov")) o.sgd.nesterov = r.sgd.nesterov;
   if (unset("--weight-decay")) o.sgd.weight_decay = r.sgd.weight_decay;
   if (unset("--decay-norm-bias")) o.sgd.decay_1d = r.sgd.decay_1d;
+  if (unset("--muon-lr")) o.sgd.muon_lr = r.sgd.muon_lr;
+  if (unset("--muon-momentum")) o.sgd.muon_momentum = r.sgd.muon_momentum;
+  if (unset("--muon-steps")) o.sgd.muon_steps = r.sgd.muon_steps;
   if (unset("--label-smoothing")) o.label_smoothing = r.label_smoothing;
   // The recipe's warm-up, at most an eighth of a shorter run.
   if (unset("--warmup-epochs"))
@@ -395,6 +410,9 @@ void resolve_flags(TrainFlags& f) {
   // Flags that only mean something with another: refused rather than ignored.
   if (!f.lr_steps.empty() && o.schedule.decay != train::LrDecay::kStep)
     FASTER_USAGE_ERROR("--lr-steps needs --lr-decay step");
+  for (const char* flag : {"--muon-momentum", "--muon-steps"})
+    if (f.given(flag) && !(o.sgd.muon_lr > 0))
+      FASTER_USAGE_ERROR(flag, " needs --muon-lr (a rate above 0: Muon is off)");
   if (!f.lr_steps.empty()) {
     o.schedule.step_epochs = models::parse_int_list(f.lr_steps, "--lr-steps");
     for (int& e : o.schedule.step_epochs) --e;  // 1-based on the command line

@@ -178,6 +178,11 @@ void validate(const TrainOptions& o) {
     FASTER_USAGE_ERROR("--momentum must be in [0, 1) (got ", o.sgd.momentum, ")");
   if (!(o.sgd.weight_decay >= 0) || !std::isfinite(o.sgd.weight_decay))
     FASTER_USAGE_ERROR("--weight-decay must be >= 0 (got ", o.sgd.weight_decay, ")");
+  if (!(o.sgd.muon_lr >= 0) || !std::isfinite(o.sgd.muon_lr))
+    FASTER_USAGE_ERROR("--muon-lr must be >= 0 (got ", o.sgd.muon_lr, "; 0: no Muon)");
+  if (!(o.sgd.muon_momentum >= 0 && o.sgd.muon_momentum < 1))
+    FASTER_USAGE_ERROR("--muon-momentum must be in [0, 1) (got ", o.sgd.muon_momentum, ")");
+  check_range("--muon-steps", o.sgd.muon_steps, 1, 10);
   check_at_least("--train-limit", o.train_limit, 0);
   check_at_least("--test-limit", o.test_limit, 0);
   if (!(o.label_smoothing >= 0 && o.label_smoothing < 1))
@@ -266,6 +271,9 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"weight_decay", o.sgd.weight_decay},
           {"weight_decay_1d", o.sgd.decay_1d},
           {"nesterov", o.sgd.nesterov},
+          {"muon_lr", o.sgd.muon_lr},
+          {"muon_momentum", o.sgd.muon_momentum},
+          {"muon_steps", o.sgd.muon_steps},
           {"warmup_epochs", o.schedule.warmup_epochs},
           {"warmup_start", o.schedule.warmup_start},
           {"lr_decay", enum_name(kLrDecayNames, o.schedule.decay)},

@@ -2,6 +2,7 @@
 #include "faster/train/sgd.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "faster/core/error.h"
@@ -44,7 +45,8 @@ FlatSgd::FlatSgd(std::vector<torch::Tensor> params, SgdOptions options)
     offsets_.push_back(total);
     total += p.numel();
   }
-  flat_ = torch::empty({total}, params_[0].options());
+  storage_ = torch::zeros({total + 1}, params_[0].options());
+  flat_ = storage_.narrow(0, 0, total);
   for (size_t i = 0; i < params_.size(); ++i) {
     auto& p = params_[i];
     // A view with the parameter's own strides over its slice of the flat buffer.
@@ -54,11 +56,89 @@ FlatSgd::FlatSgd(std::vector<torch::Tensor> params, SgdOptions options)
   }
   momentum_ = torch::zeros_like(flat_);
   lr_ = torch::full({}, options_.lr, flat_.options());
-  if (options_.weight_decay != 0 && !options_.decay_1d) {
+  const auto banks = plan_muon();
+  const auto slice = [&](torch::Tensor& t, size_t i) {
+    return t.narrow(0, offsets_[i], params_[i].numel());
+  };
+  if (options_.weight_decay != 0 && (!options_.decay_1d || !banks.empty())) {
     decay_ = torch::full_like(flat_, options_.weight_decay);
     for (size_t i = 0; i < params_.size(); ++i)
-      if (params_[i].dim() <= 1) decay_.narrow(0, offsets_[i], params_[i].numel()).zero_();
+      if (params_[i].dim() <= 1 && !options_.decay_1d) slice(decay_, i).zero_();
+    for (size_t i : banks) slice(decay_, i).zero_();
   }
+  if (!banks.empty()) {
+    momentum_coef_ = torch::full_like(flat_, options_.momentum);
+    for (size_t i : banks) slice(momentum_coef_, i).fill_(options_.muon_momentum);
+    direction_ = torch::zeros_like(storage_);
+  }
+}
+
+std::vector<size_t> FlatSgd::plan_muon() {
+  std::vector<size_t> banks;
+  if (!(options_.muon_lr > 0)) return banks;
+  FASTER_CHECK(options_.lr > 0, "FlatSgd: Muon's rate follows lr's schedule, so lr must be > 0");
+  // A filter bank whose output channels each hold their elements in one run of memory (both
+  // memory formats do) is a [out, in x kh x kw] matrix in place, its columns in memory order.
+  struct Bank {
+    size_t param;
+    int64_t out, k, rows, cols;
+  };
+  std::vector<Bank> all;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto& p = params_[i];
+    if (p.dim() != 4 || p.numel() == 0) continue;
+    const int64_t out = p.size(0), k = p.numel() / out;
+    if (p.stride(0) != k) continue;
+    all.push_back({i, out, k, std::min(out, k), std::max(out, k)});
+    banks.push_back(i);
+  }
+  // Groups of one padded shape, largest banks first; a bank joins the first group where the
+  // padding stays at most as large as what it pads (fewer, larger batched products).
+  std::stable_sort(all.begin(), all.end(),
+                   [](const Bank& a, const Bank& b) { return a.rows * a.cols > b.rows * b.cols; });
+  std::vector<std::vector<Bank>> groups;
+  for (const auto& b : all) {
+    bool placed = false;
+    for (auto& g : groups) {
+      int64_t rows = b.rows, cols = b.cols, real = b.rows * b.cols;
+      for (const auto& m : g)
+        rows = std::max(rows, m.rows), cols = std::max(cols, m.cols), real += m.rows * m.cols;
+      if (static_cast<int64_t>(g.size() + 1) * rows * cols <= 2 * real) {
+        g.push_back(b);
+        placed = true;
+        break;
+      }
+    }
+    if (!placed) groups.push_back({b});
+  }
+  const int64_t pad = flat_.numel();  // storage_'s zero
+  for (const auto& g : groups) {
+    MuonGroup m;
+    m.banks = static_cast<int64_t>(g.size());
+    for (const auto& b : g) m.rows = std::max(m.rows, b.rows), m.cols = std::max(m.cols, b.cols);
+    auto index = torch::full({m.banks, m.rows, m.cols}, pad, torch::kLong);
+    auto target = torch::empty({m.banks, 1, 1});
+    auto ix = index.accessor<int64_t, 3>();
+    for (int64_t j = 0; j < m.banks; ++j) {
+      const auto& b = g[j];
+      const int64_t at = offsets_[b.param];
+      const bool transposed = b.out > b.k;  // element (r, c) is the bank's (c, r)
+      for (int64_t r = 0; r < b.rows; ++r)
+        for (int64_t c = 0; c < b.cols; ++c)
+          ix[j][r][c] = transposed ? at + c * b.k + r : at + r * b.k + c;
+      target[j].fill_(std::sqrt(static_cast<double>(b.out)));
+    }
+    m.index = index.view({-1}).to(flat_.device());
+    m.target = target.to(flat_.device());
+    muon_.push_back(std::move(m));
+  }
+  return banks;
+}
+
+std::vector<std::vector<int64_t>> FlatSgd::muon_groups() const {
+  std::vector<std::vector<int64_t>> out;
+  for (const auto& m : muon_) out.push_back({m.banks, m.rows, m.cols});
+  return out;
 }
 
 void FlatSgd::reorder_from(torch::Tensor flat, bool channels_last) const {
@@ -100,6 +180,10 @@ void FlatSgd::step(const torch::Tensor& grad, const torch::Tensor& found_inf) {
   auto g = decay_.defined()      ? torch::addcmul(grad, decay_, flat_)
            : o.weight_decay != 0 ? grad + o.weight_decay * flat_
                                  : grad;
+  if (!muon_.empty()) {
+    muon_step(g, found_inf);
+    return;
+  }
   if (!found_inf.defined()) {
     momentum_.mul_(o.momentum).add_(g);
     flat_.addcmul_(o.nesterov ? g + o.momentum * momentum_ : momentum_, lr_, -1);
@@ -110,6 +194,54 @@ void FlatSgd::step(const torch::Tensor& grad, const torch::Tensor& found_inf) {
   auto next = flat_ - lr_ * (o.nesterov ? g + o.momentum * buf : buf);
   momentum_.copy_(torch::where(skip, momentum_, buf));
   flat_.copy_(torch::where(skip, flat_, next));
+}
+
+void FlatSgd::muon_step(const torch::Tensor& g, const torch::Tensor& found_inf) {
+  const auto& o = options_;
+  // SGD's step for every parameter, from a per-element momentum; the filters' values are then
+  // replaced by Muon's, computed from the weights before it.
+  const auto buf = torch::addcmul(g, momentum_, momentum_coef_);  // momentum * buf + g
+  auto direction = direction_.narrow(0, 0, flat_.numel());
+  if (o.nesterov)
+    torch::addcmul_out(direction, g, momentum_coef_, buf);
+  else
+    direction.copy_(buf);
+  const double ratio = o.muon_lr / o.lr;  // the schedule scales lr_; Muon's rate moves with it
+  std::vector<torch::Tensor> before, after;
+  for (const auto& m : muon_) {
+    const std::vector<int64_t> shape = {m.banks, m.rows, m.cols};
+    const auto w = storage_.index_select(0, m.index).view(shape);
+    const auto u = direction_.index_select(0, m.index).view(shape);
+    const auto ns =
+        newton_schulz(u.to(u.is_cuda() ? torch::kBFloat16 : torch::kFloat), o.muon_steps)
+            .to(torch::kFloat);
+    const auto norm = w.norm(2, {1, 2}, /*keepdim=*/true).clamp_min(1e-12);
+    before.push_back(w.view({-1}));
+    after.push_back(torch::addcmul(w * (m.target / norm), ns, lr_, -ratio).view({-1}));
+  }
+  if (!found_inf.defined()) {
+    momentum_.copy_(buf);
+    flat_.addcmul_(direction, lr_, -1);
+  } else {
+    const auto skip = found_inf.to(torch::kBool);
+    momentum_.copy_(torch::where(skip, momentum_, buf));
+    flat_.copy_(torch::where(skip, flat_, flat_ - lr_ * direction));
+    for (size_t i = 0; i < after.size(); ++i) after[i] = torch::where(skip, before[i], after[i]);
+  }
+  // Padding positions all name storage_'s last element, and all carry zero.
+  for (size_t i = 0; i < muon_.size(); ++i) storage_.index_copy_(0, muon_[i].index, after[i]);
+}
+
+torch::Tensor newton_schulz(const torch::Tensor& g, int steps) {
+  FASTER_CHECK(g.dim() == 3 && g.size(1) <= g.size(2), "newton_schulz: [batch, rows <= cols]");
+  constexpr double kA = 3.4445, kB = -4.7750, kC = 2.0315;
+  auto x = g / (g.norm(2, {1, 2}, /*keepdim=*/true) + 1e-7);
+  for (int i = 0; i < steps; ++i) {
+    const auto a = torch::bmm(x, x.transpose(1, 2));
+    const auto b = torch::baddbmm(a, a, a, /*beta=*/kB, /*alpha=*/kC);  // kB a + kC a^2
+    x = torch::baddbmm(x, b, x, /*beta=*/kA, /*alpha=*/1);              // kA x + b x
+  }
+  return x;
 }
 
 }  // namespace faster::train

@@ -2,7 +2,8 @@
 // parameters at once: the parameters are re-pointed into one flat buffer so that a step is a
 // handful of kernels, whatever the layer count, and a skipped (non-finite) step is decided on the
 // device. The learning rate lives on the device too, so a schedule changes it between the replays
-// of a captured CUDA graph.
+// of a captured CUDA graph.  Optionally Muon (airbench94_muon's optimizer) for the convolution
+// filters, in a few batched kernels too.
 #pragma once
 
 #include <torch/types.h>
@@ -19,6 +20,15 @@ struct SgdOptions {
   // Weight decay on 1-d parameters too (BatchNorm weights and biases, every bias); false leaves
   // them undecayed (torchvision's --norm-weight-decay 0 --bias-weight-decay 0).
   bool decay_1d = true;
+  // Muon where muon_lr > 0, for the convolution filters (4-d parameters): a bank's Nesterov (as
+  // `nesterov`) momentum with muon_momentum, as a matrix of one row per output channel, is
+  // orthogonalized by muon_steps Newton-Schulz iterations (newton_schulz: bf16 on CUDA, float on
+  // the CPU) and applied at muon_lr, which the schedule scales as it scales lr; before each step
+  // the bank's norm is reset to sqrt(output channels) (the BatchNorm after it makes the scale
+  // moot), and it takes no weight decay.  The other parameters keep SGD.
+  double muon_lr = 0;
+  double muon_momentum = 0.6;
+  int muon_steps = 3;
 };
 
 class FlatSgd {
@@ -42,19 +52,44 @@ class FlatSgd {
   const std::vector<torch::Tensor>& params() const { return params_; }
   // Offsets (in elements) of each parameter in the flat buffer.
   const std::vector<int64_t>& offsets() const { return offsets_; }
+  // Muon's filter banks as it batches them: per group, [banks, rows, cols] (rows <= cols; smaller
+  // banks zero-padded to the group's shape).  Empty without Muon.
+  std::vector<std::vector<int64_t>> muon_groups() const;
   // Reorders `flat`, a buffer like flat_params() but written with every 4-d parameter in
   // channels-last order (`channels_last`) or contiguous order, into this buffer's order, in place:
   // for the momentum and the weights' average of a checkpoint made with the other memory format.
   void reorder_from(torch::Tensor flat, bool channels_last) const;
 
  private:
+  // Muon's banks of one padded shape: `index` holds, for each of their [banks, rows, cols]
+  // elements, its position in storage_ (padding: the zero at its end); `target`: [banks, 1, 1],
+  // sqrt(output channels) per bank.
+  struct MuonGroup {
+    torch::Tensor index, target;
+    int64_t banks = 0, rows = 0, cols = 0;
+  };
+  std::vector<size_t> plan_muon();  // fills muon_; returns the parameters Muon moves
+  void muon_step(const torch::Tensor& grad, const torch::Tensor& found_inf);
+
   std::vector<torch::Tensor> params_;
   std::vector<int64_t> offsets_;
+  torch::Tensor storage_;  // the flat buffer and one zero after it (what Muon's padding reads)
   torch::Tensor flat_, momentum_;
   torch::Tensor lr_;     // 0-dim float on the parameters' device
-  torch::Tensor decay_;  // per element: weight_decay, or 0 where a 1-d parameter is not decayed
+  torch::Tensor decay_;  // per element: weight_decay, or 0 where it does not apply
+  // Muon: per element momentum (muon_momentum in the filters), the step's direction (with a zero
+  // after it, as storage_), the groups.
+  torch::Tensor momentum_coef_, direction_;
+  std::vector<MuonGroup> muon_;
   SgdOptions options_;
 };
+
+// Newton-Schulz's quintic iteration as Muon runs it (coefficients 3.4445, -4.7750, 2.0315), `steps`
+// times on each matrix of g ([batch, rows, cols], rows <= cols), from g / ||g|| (Frobenius, per
+// matrix; an all-zero matrix stays zero), in g's dtype: an approximate orthogonalization U S' V^T
+// of g = U S V^T whose S' is near 1 (not 1: the coefficients trade exactness for speed).  Zero
+// rows and columns (padding) stay zero and leave the rest as it would be without them.
+torch::Tensor newton_schulz(const torch::Tensor& g, int steps);
 
 // `param`'s gradient as a flat tensor that lines up with the parameter's slice of the flat buffer
 // (its memory order; a view where the gradient already has the parameter's strides); undefined
