@@ -5,6 +5,9 @@ each, global max-pool, linear), data resident on the GPU as uint8, shifts of 2 p
 per epoch on the GPU, bf16 autocast, channels_last, Nesterov SGD on a triangle schedule, label
 smoothing 0.2, weight decay off norms and biases, flip test-time augmentation, one test pass at the
 end.  --compile adds torch.compile (its compile time counts: the clock starts with the process).
+--muon-lr R trains the conv filters with Muon as airbench94_muon does (Nesterov momentum
+--muon-momentum, 3 Newton-Schulz steps in bf16, each filter bank's norm reset to sqrt(out channels),
+no weight decay), as `faster train --muon-lr R` does.
 
 Prints one line: RESULT seed=S acc=A process_s=P train_s=T epochs=E (P: from the process's start,
 read from /proc/self/stat as faster does, to the end of the test pass).  --curve FILE tests after
@@ -75,6 +78,30 @@ def whiten(stem, images, eps=5e-4):
     both = torch.cat([w, -w])
     stem.weight.copy_(both.view_as(stem.weight)); stem.bias.copy_(-(both @ mean))
 
+def newton_schulz(g, steps):  # Muon's quintic iteration, on one matrix, in bf16
+    a, b, c = 3.4445, -4.7750, 2.0315
+    x = g.bfloat16(); tall = x.size(0) > x.size(1)
+    if tall: x = x.T
+    x = x / (x.norm() + 1e-7)
+    for _ in range(steps):
+        m = x @ x.T
+        x = a * x + (b * m + c * m @ m) @ x
+    return (x.T if tall else x).float()
+
+class Muon(torch.optim.Optimizer):
+    def __init__(s, params, lr, momentum, steps):
+        super().__init__(params, dict(lr=lr, momentum=momentum, steps=steps))
+    @torch.no_grad()
+    def step(s):
+        for group in s.param_groups:
+            for p in group['params']:
+                if p.grad is None: continue
+                buf = s.state[p].setdefault('buf', torch.zeros_like(p.grad))
+                buf.mul_(group['momentum']).add_(p.grad)
+                u = p.grad + group['momentum'] * buf
+                p.mul_(p.size(0) ** 0.5 / p.norm())
+                p.add_(newton_schulz(u.reshape(len(u), -1), group['steps']).view_as(p), alpha=-group['lr'])
+
 def shift_flip(padded, pad, flip, gen):
     n, c, ph, pw = padded.shape; h, w = ph - 2 * pad, pw - 2 * pad
     dy = torch.randint(0, 2 * pad + 1, (n, 1, 1, 1), device=padded.device, generator=gen)
@@ -97,6 +124,9 @@ def main():
     ap.add_argument('--compile', action='store_true'); ap.add_argument('--no-tta', action='store_true')
     ap.add_argument('--train-whitening', action='store_true', help='train the whitened stem too')
     ap.add_argument('--curve', help='write "process_seconds accuracy" after every epoch to this file')
+    ap.add_argument('--muon-lr', type=float, default=0, help='Muon for the conv filters at this rate (0: SGD)')
+    ap.add_argument('--muon-momentum', type=float, default=0.6)
+    ap.add_argument('--muon-steps', type=int, default=3)
     a = ap.parse_args()
     torch.manual_seed(a.seed)
     dev = torch.device('cuda')
@@ -115,10 +145,12 @@ def main():
     whiten(model.stem, torch.from_numpy(xtr[:2000].copy()).to(dev).unsqueeze(1).float() / 255)
     model = model.to(memory_format=torch.channels_last)
     if not a.train_whitening: model.stem.requires_grad_(False)
-    decay = [p for p in model.parameters() if p.ndim > 1 and p.requires_grad]
+    filters = [p for p in model.parameters() if p.ndim == 4 and p.requires_grad] if a.muon_lr > 0 else []
+    decay = [p for p in model.parameters() if p.ndim > 1 and p.requires_grad and all(p is not f for f in filters)]
     no_decay = [p for p in model.parameters() if p.ndim <= 1 and p.requires_grad]
     opt = torch.optim.SGD([{'params': decay, 'weight_decay': a.wd}, {'params': no_decay, 'weight_decay': 0}],
                           lr=a.lr, momentum=0.9, nesterov=True)
+    muon = Muon(filters, a.muon_lr, a.muon_momentum, a.muon_steps) if filters else None
     steps_per_epoch = train_y.numel() // a.batch
     total = steps_per_epoch * a.epochs
     warm = min(steps_per_epoch, total // 8)
@@ -126,6 +158,7 @@ def main():
         if step < warm: return 0.2 + 0.8 * step / warm
         return 1.0 - min(1.0, (step - warm) / max(1, total - 1 - warm))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
+    muon_sched = torch.optim.lr_scheduler.LambdaLR(muon, factor) if muon else None
     fwd = torch.compile(model) if a.compile else model
     crit = nn.CrossEntropyLoss(label_smoothing=a.smoothing)
     gen = torch.Generator(device=dev); gen.manual_seed(a.seed)
@@ -151,9 +184,10 @@ def main():
             x = xs[i * a.batch:(i + 1) * a.batch].float().div_(255).contiguous(memory_format=torch.channels_last)
             with torch.autocast('cuda', dtype=torch.bfloat16):
                 loss = crit(fwd(x), ys[i * a.batch:(i + 1) * a.batch])
-            opt.zero_grad(set_to_none=True)
+            model.zero_grad(set_to_none=True)
             loss.backward()
             opt.step(); sched.step()
+            if muon: muon.step(); muon_sched.step()
         if curve:  # .item() in test_accuracy waits for the device, so the clock is honest
             acc = test_accuracy()
             curve.write(f'{process_seconds():.3f} {acc:.2f}\n'); curve.flush()
@@ -161,7 +195,7 @@ def main():
     else: acc = test_accuracy()
     train_s = time.perf_counter() - t0
     print(f'RESULT seed={a.seed} acc={acc:.2f} process_s={process_seconds():.3f} train_s={train_s:.3f} '
-          f'epochs={a.epochs} compile={int(a.compile)} flip={int(flip)}', flush=True)
+          f'epochs={a.epochs} compile={int(a.compile)} flip={int(flip)} muon_lr={a.muon_lr}', flush=True)
 
 if __name__ == '__main__':
     main()
