@@ -6,6 +6,8 @@
 
 #include "faster/train/amp.h"
 #include "faster/train/sgd.h"
+#include "faster/train/step_graph.h"
+#include "support/test_support.h"
 
 namespace faster::train {
 namespace {
@@ -209,6 +211,63 @@ TEST(FlatSgd, MuonSkipsAStepOnFoundInf) {
   sgd.step(sgd.flat_grad(), torch::zeros({}));
   const int64_t filter = ps[0].numel();  // the first parameter, Muon's
   EXPECT_FALSE(torch::equal(sgd.flat_params().narrow(0, 0, filter), params.narrow(0, 0, filter)));
+}
+
+// On a GPU (run on the GPU machine; skipped elsewhere): Muon's step, its Newton-Schulz in bf16,
+// moves the filters as the CPU's float step does up to bf16's rounding, the rest alike, and the
+// step replays in a CUDA graph as it runs eagerly.
+TEST(FlatSgd, MuonOnCudaMatchesTheCpuAndReplaysInAGraph) {
+  SKIP_WITHOUT_GPU();
+  torch::manual_seed(9);
+  const std::vector<torch::Tensor> init = {
+      torch::randn({64, 16, 3, 3}).contiguous(torch::MemoryFormat::ChannelsLast),
+      torch::randn({128, 64, 3, 3}).contiguous(torch::MemoryFormat::ChannelsLast),
+      torch::randn({128}), torch::randn({10, 128})};
+  const auto copies = [&](torch::Device device) {
+    std::vector<torch::Tensor> ps;
+    for (const auto& p : init)
+      ps.push_back(p.to(device).contiguous(p.suggest_memory_format()).requires_grad_());
+    return ps;
+  };
+  SgdOptions o{0.1, 0.9, 5e-4, true, false};
+  o.muon_lr = 0.24;
+  auto cpu = copies(torch::kCPU), cuda = copies(torch::kCUDA);
+  FlatSgd on_cpu(cpu, o), on_cuda(cuda, o);
+  const auto before = on_cpu.flat_params().clone();
+  set_grads(cpu, 0);
+  for (size_t i = 0; i < cuda.size(); ++i) cuda[i].mutable_grad() = cpu[i].grad().to(torch::kCUDA);
+  on_cpu.step(on_cpu.flat_grad());
+  on_cuda.step(on_cuda.flat_grad());
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    const auto moved = (cpu[i] - init[i]).to(torch::kDouble);
+    const auto diff = (cuda[i].cpu() - cpu[i]).to(torch::kDouble).abs().max().item<double>();
+    const double scale = moved.abs().max().item<double>();
+    EXPECT_LT(diff / scale, i < 2 ? 3e-2 : 1e-5) << "param " << i;
+  }
+  EXPECT_FALSE(torch::equal(on_cpu.flat_params(), before));
+
+  // Two twins on the GPU: one steps eagerly, the other replays a captured step.
+  auto eager = copies(torch::kCUDA), graphed = copies(torch::kCUDA);
+  FlatSgd a(eager, o), b(graphed, o);
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : init) grads.push_back(torch::randn(p.sizes()).to(torch::kCUDA));
+  for (size_t i = 0; i < grads.size(); ++i) {
+    eager[i].mutable_grad() = grads[i].contiguous(init[i].suggest_memory_format());
+    graphed[i].mutable_grad() = grads[i].contiguous(init[i].suggest_memory_format());
+  }
+  auto flat = b.flat_grad();
+  a.step(a.flat_grad());  // settles cuBLAS's workspace before a capture, as the trainer's steps do
+  b.step(flat);
+  SideStreamScope side(torch::kCUDA);
+  StepGraph graph;
+  graph.capture([&] { b.step(flat); });
+  for (int i = 0; i < 2; ++i) {
+    a.step(a.flat_grad());
+    graph.replay();
+  }
+  torch::cuda::synchronize();
+  EXPECT_TRUE(torch::allclose(a.flat_params(), b.flat_params(), 1e-6, 1e-6));
+  EXPECT_TRUE(torch::allclose(a.momentum(), b.momentum(), 1e-6, 1e-6));
 }
 
 TEST(GradScaler, InfGradientSkipsStepAndHalvesScale) {
