@@ -70,6 +70,8 @@ TEST(UsageErrors, TrainRangesAndCombinations) {
       {t + " --muon-lr 0.2 --muon-steps 0", "--muon-steps must be between 1 and 10"},
       {t + " --muon-momentum 0.5", "--muon-momentum needs --muon-lr (a rate above 0"},
       {t + " --muon-steps 5", "--muon-steps needs --muon-lr"},
+      {t + " --model speednet --muon-lr 0.2 --train-whitening",
+       "--muon-lr with speednet needs its stem frozen"},
       {t + " --train-limit -5", "--train-limit must be at least 0 (got -5)"},
       {t + " --test-limit -1", "--test-limit must be at least 0"},
       {t + " --label-smoothing 1", "--label-smoothing must be in [0, 1)"},

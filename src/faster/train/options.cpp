@@ -183,6 +183,14 @@ void validate(const TrainOptions& o) {
   if (!(o.sgd.muon_momentum >= 0 && o.sgd.muon_momentum < 1))
     FASTER_USAGE_ERROR("--muon-momentum must be in [0, 1) (got ", o.sgd.muon_momentum, ")");
   check_range("--muon-steps", o.sgd.muon_steps, 1, 10);
+  // Muon holds each filter bank's norm, which only a BatchNorm after it makes harmless; SpeedNet's
+  // stem feeds GELU directly (and, whitened, its scale is the point).
+  if (o.sgd.muon_lr > 0 && models::family(o.model) == models::Family::kSpeedNet &&
+      !o.freeze_whitening)
+    FASTER_USAGE_ERROR(
+        "--muon-lr with speednet needs its stem frozen (--whiten --freeze-whitening, the "
+        "speedrun recipes' default): Muon would reset the stem's scale, which no BatchNorm "
+        "follows");
   check_at_least("--train-limit", o.train_limit, 0);
   check_at_least("--test-limit", o.test_limit, 0);
   if (!(o.label_smoothing >= 0 && o.label_smoothing < 1))
