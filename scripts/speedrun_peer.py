@@ -128,6 +128,8 @@ def main():
     ap.add_argument('--muon-momentum', type=float, default=0.6)
     ap.add_argument('--muon-steps', type=int, default=3)
     a = ap.parse_args()
+    if a.muon_lr > 0 and a.train_whitening:  # as faster refuses it: no BatchNorm follows the stem
+        ap.error('--muon-lr needs the stem frozen (no --train-whitening)')
     torch.manual_seed(a.seed)
     dev = torch.device('cuda')
     torch.backends.cudnn.benchmark = False
