@@ -172,6 +172,40 @@ TEST(Cli, TrainOnTheCpuPicksTheCpuRecipe) {
   EXPECT_EQ(given.value("nvjpeg_threads", 0), 2);
 }
 
+// What --resume and the output files refuse, and what a resume without --epochs trains to.
+TEST(Cli, ResumeAndOutputFiles) {
+  REQUIRE_FASHION_MNIST();
+  test::TempDir d;
+  const std::string base =
+      "train --device cpu --train-limit 256 --test-limit 128 " + test::fashion_mnist_flag() + " ";
+  const auto p = [&](const char* name) { return (d / name).string(); };
+  auto r = test::run_faster(base + "--epochs 2 --save " + p("m.pt") + " --checkpoint " +
+                            p("c.ckpt") + " --keep-checkpoints");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // A state_dict is not a checkpoint: said so, not a LibTorch map lookup.
+  expect_one_line_error(base + "--resume " + p("m.pt"),
+                        "m.pt is not a faster training checkpoint (a state_dict, as --save writes?",
+                        1);
+  // Two outputs on one file, or --save onto the checkpoint being resumed: refused before training.
+  expect_one_line_error(base + "--save " + p("x.pt") + " --checkpoint " + p("x.pt"),
+                        "--save and --checkpoint name one file", 2);
+  expect_one_line_error(base + "--save " + p("y") + " --json " + d.path().string() + "/./y",
+                        "--save and --json name one file", 2);
+  expect_one_line_error(base + "--resume " + p("c.ckpt") + " --save " + p("c.ckpt"),
+                        "is the checkpoint --resume reads", 2);
+  // A missing dataset is named as such, not blamed on a flag of the model it would have meant.
+  expect_one_line_error("train --device cpu --data " + p("nowhere") + " --blocks 0,0,0",
+                        "nowhere does not exist", 1);
+  // Without --epochs a resumed run goes on to its checkpoint's end (2), not the recipe's.
+  r = test::run_faster(base + "--resume " + p("c.ckpt.epoch1") + " --json " + p("r.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("epoch 2/2"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("warning"), std::string::npos) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(test::read_file(d / "r.json"))["options"].value("epochs", 0), 2);
+  expect_one_line_error(base + "--resume " + p("c.ckpt"),
+                        "nothing left to train (a larger --epochs trains on)", 1);
+}
+
 // --muon-lr trains the filters with Muon: on the CPU recipe's first 8,192 images (64 steps) it
 // reached 80.7 % where SGD reached 73.6 % (measured, 2 cores; each run is deterministic); the
 // test asks for 3 points of the 7.
@@ -179,10 +213,10 @@ TEST(Cli, MuonLearnsFasterThanSgdInAShortRun) {
   REQUIRE_FASHION_MNIST();
   const auto accuracy = [](const std::string& flags, nlohmann::json* options = nullptr) {
     test::TempDir d;
-    const auto r = test::run_faster("train --device cpu --epochs 1 --train-limit 8192 "
-                                    "--test-limit 2048 --json " +
-                                    (d / "r.json").string() + " " + flags +
-                                    test::fashion_mnist_flag());
+    const auto r = test::run_faster(
+        "train --device cpu --epochs 1 --train-limit 8192 "
+        "--test-limit 2048 --json " +
+        (d / "r.json").string() + " " + flags + test::fashion_mnist_flag());
     EXPECT_EQ(r.exit_code, 0) << r.output;
     if (r.exit_code != 0) return 0.0;
     const auto j = nlohmann::json::parse(test::read_file(d / "r.json"));

@@ -54,6 +54,7 @@ const std::string kNoData = " --data /nonexistent/faster-test-data";
 
 TEST(UsageErrors, TrainRangesAndCombinations) {
   const std::string t = "train --device cpu";
+  const test::TempDir not_small;
   expect_usage_errors({
       {t + " --epochs 0", "--epochs must be at least 1 (got 0)"},
       {t + " --batch 0", "--batch must be between 1 and 1048576 (got 0)"},
@@ -104,7 +105,9 @@ TEST(UsageErrors, TrainRangesAndCombinations) {
       {t + " --model resnet18 --blocks 1,1,1", "--blocks shapes thinnet and speednet"},
       {t + " --gpus 2", "--gpus needs --parallel dp"},
       {t + " --parallel ddp --nproc 0", "--nproc must be between 1 and 1024 (got 0)"},
-      {t + " --res 0" + kNoData, "--res 0 (as stored) is for small datasets"},
+      // A folder that is no small dataset (a missing one is named as missing first).
+      {t + " --res 0 --data " + not_small.path().string(),
+       "--res 0 (as stored) is for small datasets"},
       {t + " --val-res 0", "--val-res must be between 8 and 4096 (got 0)"},
       {t + " --val-resize 0", "--val-resize must be between 8 and 8192 (got 0)"},
       {t + " --model speednet --stem-dims -1", "--stem-dims must be at least 0 (got -1)"},

@@ -2,7 +2,9 @@
 // trainer; a progress bar per epoch, one line per epoch and a summary.
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <thread>
 
@@ -19,6 +21,7 @@
 #include "faster/train/trainer.h"
 
 namespace faster::cli {
+namespace fs = std::filesystem;
 namespace {
 
 // The choices of the enum flags that offer part of their enum.
@@ -299,14 +302,21 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
 void apply_recipe(TrainFlags& f) {
   auto& o = f.o;
   const auto unset = [&](const char* flag) { return !f.given(flag); };
+  // The files first: what is derived below from a dataset or a checkpoint that is not there would
+  // only blame a flag for it.
+  train::check_run_files(o);
   const bool arrays = data::is_small_dataset(o.data);
   std::optional<train::Recipe> recipe;
   if (!unset("--recipe")) recipe = f.recipe;
+  nlohmann::json resumed = nlohmann::json::object();  // the checkpoint's run options
+  if (!o.resume.empty()) {
+    const auto meta = train::checkpoint_meta(train::read_state_dict(o.resume), o.resume);
+    resumed = meta.value("options", nlohmann::json::object());
+  }
   if (!o.resume.empty() && unset("--model")) {
     // A resumed run continues the checkpoint's model, and its recipe unless one is named.
-    const auto meta = train::checkpoint_meta(train::read_state_dict(o.resume), o.resume);
-    o.model = meta.value("model", o.model);
-    const std::string saved = meta.value("options", nlohmann::json::object()).value("recipe", "");
+    o.model = resumed.value("model", o.model);
+    const std::string saved = resumed.value("recipe", "");
     if (!recipe && !saved.empty()) recipe = parse_enum(train::kRecipeNames, saved, "--recipe");
   } else if (unset("--model")) {
     o.model = train::is_speedrun(f.recipe) ? "speednet" : arrays ? "thinnet" : "resnet50";
@@ -314,7 +324,8 @@ void apply_recipe(TrainFlags& f) {
   const auto device = train::resolve_device(o.device);
   o.recipe = recipe ? *recipe : train::default_recipe(o.model, device);
   const auto r = train::recipe_options(o.recipe);
-  if (unset("--epochs")) o.epochs = r.epochs;
+  // A resumed run goes on to the end its checkpoint's run was going to.
+  if (unset("--epochs")) o.epochs = resumed.value("epochs", r.epochs);
   if (unset("--batch")) o.batch = r.batch;
   if (unset("--lr")) o.sgd.lr = r.sgd.lr, o.lr_per_256 = r.lr_per_256;
   if (unset("--momentum")) o.sgd.momentum = r.sgd.momentum;
@@ -391,8 +402,32 @@ void print_recipe(const TrainFlags& f) {
 }
 
 // The flags as TrainOptions: the recipe's defaults, the parsed lists, the modes.
+// Refuses two outputs on one file (the later write would replace the earlier), and a --save or
+// --json onto the checkpoint --resume reads.
+void check_distinct_outputs(const TrainFlags& f) {
+  const auto& o = f.o;
+  const auto same = [](const std::string& a, const std::string& b) {
+    if (a.empty() || b.empty()) return false;
+    std::error_code ec;
+    return fs::weakly_canonical(fs::absolute(a), ec) == fs::weakly_canonical(fs::absolute(b), ec);
+  };
+  const std::pair<const char*, const std::string*> outputs[] = {
+      {"--save", &o.save}, {"--checkpoint", &o.checkpoint}, {"--json", &f.json}};
+  for (size_t i = 0; i < std::size(outputs); ++i) {
+    for (size_t j = i + 1; j < std::size(outputs); ++j)
+      if (same(*outputs[i].second, *outputs[j].second))
+        FASTER_USAGE_ERROR(outputs[i].first, " and ", outputs[j].first, " name one file (",
+                           *outputs[i].second, "): the one would overwrite the other");
+    // --checkpoint may be the --resume file: the run goes on writing the checkpoint it read.
+    if (i != 1 && same(*outputs[i].second, o.resume))
+      FASTER_USAGE_ERROR(outputs[i].first, " ", *outputs[i].second,
+                         " is the checkpoint --resume reads: it would be overwritten");
+  }
+}
+
 void resolve_flags(TrainFlags& f) {
   auto& o = f.o;
+  check_distinct_outputs(f);
   apply_recipe(f);
   // --res 0 trains a small dataset as stored (a ResNet's recipe crops it otherwise); JPEG images
   // need a crop size.

@@ -139,6 +139,10 @@ void save_checkpoint(const fs::path& path, const torch::nn::Module& model,
 
 nlohmann::json checkpoint_meta(const c10::Dict<std::string, torch::Tensor>& dict,
                                const std::string& where) {
+  if (!dict.contains(kMetaKey))
+    FASTER_THROW(where,
+                 " is not a faster training checkpoint (a state_dict, as --save writes? faster "
+                 "eval --weights reads those)");
   const auto text = dict.at(kMetaKey).contiguous();
   nlohmann::json meta = nlohmann::json::parse(
       std::string(reinterpret_cast<const char*>(text.data_ptr<uint8_t>()), text.numel()), nullptr,
@@ -153,10 +157,6 @@ nlohmann::json load_checkpoint(const fs::path& path, torch::nn::Module& model,
                                const nlohmann::json& expect) {
   const auto dict = read_state_dict(path);
   const auto where = path.string();
-  if (!dict.contains(kMetaKey))
-    FASTER_THROW(where,
-                 " is not a faster training checkpoint (a state_dict? faster eval "
-                 "--weights reads those)");
   const nlohmann::json meta = checkpoint_meta(dict, where);
   // The model first: "written for resnet18" says more than the class count that follows from it.
   std::vector<std::string> keys;

@@ -597,7 +597,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
     start_epoch = meta.value("epochs_done", 0);
     if (start_epoch >= o.epochs)
       FASTER_THROW("--resume ", o.resume, " has done ", start_epoch, " epoch(s) of --epochs ",
-                   o.epochs, ": nothing left to train");
+                   o.epochs, ": nothing left to train (a larger --epochs trains on)");
     if (is_main)
       warn_about_changed_options(meta.value("options", nlohmann::json()), report.options, o.resume);
   }
