@@ -193,6 +193,12 @@ TEST(Cli, ResumeAndOutputFiles) {
                         "--save and --json name one file", 2);
   expect_one_line_error(base + "--resume " + p("c.ckpt") + " --save " + p("c.ckpt"),
                         "is the checkpoint --resume reads", 2);
+  // A typo in eval's --model is a usage error, not a mismatch with the weights.
+  expect_one_line_error(
+      "eval --device cpu --weights " + p("m.pt") + test::fashion_mnist_flag() + " --model resnet5",
+      "--model 'resnet5' is not a model faster knows", 2);
+  // bench's --out onto a file: named, not a filesystem exception.
+  expect_one_line_error("bench --cpu --out " + p("m.pt"), "m.pt is a file, not a folder", 1);
   // A missing dataset is named as such, not blamed on a flag of the model it would have meant.
   expect_one_line_error("train --device cpu --data " + p("nowhere") + " --blocks 0,0,0",
                         "nowhere does not exist", 1);

@@ -15,6 +15,7 @@
 #include "faster/core/error.h"
 #include "faster/core/gpu_info.h"
 #include "faster/core/progress.h"
+#include "faster/tools/file_io.h"
 #include "faster/train/options.h"
 
 namespace faster::cli {
@@ -114,6 +115,9 @@ void validate(const BenchFlags& f) {
   for (const auto& row : f.o.rows)
     if (std::find(bench::kRows.begin(), bench::kRows.end(), row) == bench::kRows.end())
       FASTER_USAGE_ERROR("--rows: '", row, "' is not a row (rows: ", rows, ")");
+  if (std::find(f.o.rows.begin(), f.o.rows.end(), "tta") != f.o.rows.end() && !(f.o.tta_target > 0))
+    FASTER_USAGE_ERROR("--rows tta needs --tta-target, the accuracy its seconds are counted to");
+  tools::check_output_dir(f.o.out_dir, "--out");
 }
 
 int run_bench(BenchFlags& f) {

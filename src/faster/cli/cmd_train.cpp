@@ -448,6 +448,15 @@ void resolve_flags(TrainFlags& f) {
   for (const char* flag : {"--muon-momentum", "--muon-steps"})
     if (f.given(flag) && !(o.sgd.muon_lr > 0))
       FASTER_USAGE_ERROR(flag, " needs --muon-lr (a rate above 0: Muon is off)");
+  if (f.given("--lr-gamma") && o.schedule.decay != train::LrDecay::kStep)
+    FASTER_USAGE_ERROR("--lr-gamma needs --lr-decay step");
+  if (f.given("--amp-dtype") && !f.amp && !f.fast)
+    FASTER_USAGE_ERROR("--amp-dtype needs --amp (or --fast): without it the run is fp32");
+  if (f.given("--res-step") && o.res.end_res == 0)
+    FASTER_USAGE_ERROR("--res-step needs --res-end (it rounds the progressive resolutions)");
+  for (const char* flag : {"--bucket-mb", "--dist-timeout"})
+    if (f.given(flag) && o.parallel != train::Parallel::kDdp)
+      FASTER_USAGE_ERROR(flag, " needs --parallel ddp");
   if (!f.lr_steps.empty()) {
     o.schedule.step_epochs = models::parse_int_list(f.lr_steps, "--lr-steps");
     for (int& e : o.schedule.step_epochs) --e;  // 1-based on the command line

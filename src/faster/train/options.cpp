@@ -177,9 +177,11 @@ void validate(const TrainOptions& o) {
   if (!(o.sgd.momentum >= 0 && o.sgd.momentum < 1))
     FASTER_USAGE_ERROR("--momentum must be in [0, 1) (got ", o.sgd.momentum, ")");
   if (!(o.sgd.weight_decay >= 0) || !std::isfinite(o.sgd.weight_decay))
-    FASTER_USAGE_ERROR("--weight-decay must be >= 0 (got ", o.sgd.weight_decay, ")");
+    FASTER_USAGE_ERROR("--weight-decay must be a finite number >= 0 (got ", o.sgd.weight_decay,
+                       ")");
   if (!(o.sgd.muon_lr >= 0) || !std::isfinite(o.sgd.muon_lr))
-    FASTER_USAGE_ERROR("--muon-lr must be >= 0 (got ", o.sgd.muon_lr, "; 0: no Muon)");
+    FASTER_USAGE_ERROR("--muon-lr must be a finite number >= 0 (got ", o.sgd.muon_lr,
+                       "; 0: no Muon)");
   if (!(o.sgd.muon_momentum >= 0 && o.sgd.muon_momentum < 1))
     FASTER_USAGE_ERROR("--muon-momentum must be in [0, 1) (got ", o.sgd.muon_momentum, ")");
   check_range("--muon-steps", o.sgd.muon_steps, 1, 10);
@@ -249,6 +251,8 @@ void validate(const TrainOptions& o) {
     if (o.cuda_graph) refuse_on_cpu(o.device, fast ? "--fast (CUDA graphs)" : "--cuda-graph");
     if (o.cudnn_benchmark) refuse_on_cpu(o.device, "--cudnn-benchmark");
     if (o.gpu_wait != GpuWait::kAuto) refuse_on_cpu(o.device, "--gpu-wait");
+    if (o.decode == Decode::kNvjpeg)
+      refuse_on_cpu(o.device, "--decode nvjpeg", "--decode cpu decodes on the CPU");
   }
   if (o.cuda_graph && !StepGraph::available())
     FASTER_THROW("--cuda-graph needs a CUDA build of faster");

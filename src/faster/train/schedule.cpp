@@ -75,7 +75,9 @@ int max_res(const ResSchedule& s) {
 void validate(const ResSchedule& s, int epochs) {
   check_range("--res-step", s.step, 1, 512);
   if (s.res == 0 && s.end_res == 0) return;  // as stored
-  check_range("--res", s.res, 8, 4096);
+  if (s.res < 8 || s.res > 4096)
+    FASTER_USAGE_ERROR("--res must be 0 (a small dataset as stored) or between 8 and 4096 (got ",
+                       s.res, ")");
   if (s.end_res == 0) return;
   check_range("--res-end", s.end_res, 8, 4096);
   if (s.ramp_start < 0 || s.ramp_end <= s.ramp_start || s.ramp_end >= epochs)

@@ -869,6 +869,7 @@ EvalReport evaluate(const EvalOptions& e) {
   for (const auto& kv : dict)
     if (kv.key().rfind(prefix, 0) == 0)
       shapes[kv.key().substr(prefix.size())] = kv.value().sizes().vec();
+  if (!e.model.empty()) models::family(e.model);  // a name faster knows (a usage error if not)
   auto mo = models::infer_model_options(shapes, e.weights);
   if (!e.model.empty() && e.model != mo.name)
     FASTER_THROW(e.weights, " holds ", mo.name, " weights, not --model ", e.model);
