@@ -42,8 +42,10 @@ std::string describe_transform(const LoaderOptions& o, bool normalized_on_device
   return s;
 }
 
-// Runs `count` batches, crossing epoch boundaries as needed; returns the batches actually run.
-int64_t run_batches(ImageLoader& loader, int64_t count, int64_t& epoch, Progress* progress) {
+// Runs `count` batches, crossing epoch boundaries as needed; returns the batches actually run and
+// adds the images they held (padding rows aside) to `images`.
+int64_t run_batches(ImageLoader& loader, int64_t count, int64_t& epoch, Progress* progress,
+                    int64_t& images) {
   int64_t done = 0;
   while (done < count) {
     auto batch = loader.next();
@@ -53,6 +55,7 @@ int64_t run_batches(ImageLoader& loader, int64_t count, int64_t& epoch, Progress
     }
     sync_device(loader.options().device, *batch);
     ++done;
+    images += batch->size;
     if (progress) progress->add();
   }
   return done;
@@ -96,7 +99,8 @@ LoadReport run_load_benchmark(const LoadBenchOptions& o) {
   int64_t epoch = 0;
   if (warmup > 0) {  // threads started, ring and decoder buffers touched, allocator warmed
     loader.start_epoch(epoch);
-    run_batches(loader, warmup, epoch, nullptr);
+    int64_t images = 0;
+    run_batches(loader, warmup, epoch, nullptr, images);
   }
   if (o.cold) {
     r.cache = "cold: " + evict_from_page_cache(*source);
@@ -111,12 +115,19 @@ LoadReport run_load_benchmark(const LoadBenchOptions& o) {
   Progress progress("load", measured, "batch");
   Timer timer;
   loader.start_epoch(epoch, /*reset_stats=*/true);
-  r.batches = run_batches(loader, measured, epoch, o.progress ? &progress : nullptr);
+  int64_t delivered = 0;
+  r.batches = run_batches(loader, measured, epoch, o.progress ? &progress : nullptr, delivered);
   r.seconds = timer.seconds();
   if (o.progress) progress.finish();
   r.stats = loader.stats();
   r.cpu_share = {loader.cpu_share(), o.loader.cpu_share.adapt};
-  r.images = r.stats.images, r.bytes = r.stats.bytes, r.skipped = r.stats.skipped;
+  // The rate is of the images the batches delivered: a run of --batches that ends inside an epoch
+  // leaves the threads' read-ahead decoded but not delivered (the stage rows count all of it).
+  r.images = delivered, r.skipped = r.stats.skipped;
+  r.bytes =
+      r.stats.images > delivered && r.stats.images > 0
+          ? static_cast<int64_t>(static_cast<double>(r.stats.bytes) * delivered / r.stats.images)
+          : r.stats.bytes;
 
   const auto stages = r.stage_rows();
   const LoadReport::StageRow* slowest = &stages[0];
