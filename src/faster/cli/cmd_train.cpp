@@ -391,17 +391,23 @@ void print_recipe(const TrainFlags& f) {
   std::printf("recipe %s: %s", enum_name(train::kRecipeNames, o.recipe), o.model.c_str());
   if (models::family(o.model) != models::Family::kResNet)
     std::printf(" blocks %s filters %s", list(o.blocks).c_str(), list(o.filters).c_str());
-  std::printf(", %d epochs, batch %lld, SGD lr %g%s, %s decay, %s loader%s\n", o.epochs,
+  std::printf(", %d epoch%s, batch %lld, SGD lr %g%s", o.epochs, o.epochs == 1 ? "" : "s",
               static_cast<long long>(o.batch), o.lr_per_256 > 0 ? o.lr_per_256 : o.sgd.lr,
-              o.lr_per_256 > 0 ? " per 256" : "", enum_name(train::kLrDecayNames, o.schedule.decay),
+              o.lr_per_256 > 0 ? " per 256" : "");
+  if (o.sgd.muon_lr > 0) std::printf(" (filters: Muon lr %g)", o.sgd.muon_lr);
+  // Crops (JPEG data, or --res on a small dataset): the side they are trained at.
+  if (o.res.res > 0) std::printf(", res %d", o.res.res);
+  std::printf(", %s decay, %s loader%s\n", enum_name(train::kLrDecayNames, o.schedule.decay),
               enum_name(train::kLoaderNames, o.loader), o.channels_last ? ", channels-last" : "");
   if (o.recipe == train::Recipe::kCpu && !f.given("--recipe"))
     std::printf(
         "(no GPU: a ThinNet sized for the CPU; --recipe seed trains the seed's benchmark)\n");
+  if (train::is_speedrun(o.recipe) && train::resolve_device(o.device).is_cpu())
+    std::printf("(%s is timed for a GPU: on a CPU each epoch takes minutes)\n",
+                enum_name(train::kRecipeNames, o.recipe));
   std::fflush(stdout);
 }
 
-// The flags as TrainOptions: the recipe's defaults, the parsed lists, the modes.
 // Refuses two outputs on one file (the later write would replace the earlier), and a --save or
 // --json onto the checkpoint --resume reads.
 void check_distinct_outputs(const TrainFlags& f) {
@@ -425,6 +431,7 @@ void check_distinct_outputs(const TrainFlags& f) {
   }
 }
 
+// The flags as TrainOptions: the recipe's defaults, the parsed lists, the modes.
 void resolve_flags(TrainFlags& f) {
   auto& o = f.o;
   check_distinct_outputs(f);
