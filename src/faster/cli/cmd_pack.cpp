@@ -5,6 +5,7 @@
 
 #include "faster/cli/command.h"
 #include "faster/core/error.h"
+#include "faster/tools/downscale.h"
 #include "faster/tools/pack.h"
 
 namespace faster::cli {
@@ -28,6 +29,8 @@ int run_pack(PackFlags& f) {
   }
   if (f.src.empty() || f.out.empty())
     FASTER_USAGE_ERROR("faster pack needs --src DIR and --out DB (or --verify DB)");
+  // 0 is the default's "as they are"; given, it is a side, as resize takes it.
+  if (given("--max-size")) check_range("--max-size", f.options.max_size, 1, tools::kMaxJpegSide);
   if (given("--quality") && f.options.max_size == 0)
     FASTER_USAGE_ERROR("--quality is that of downscaled images: it needs --max-size");
   f.options.src = f.src;
