@@ -161,15 +161,13 @@ TEST(Cli, TrainOnTheCpuPicksTheCpuRecipe) {
   // What the user gives wins over the recipe.
   const auto given = train_options(
       "--device cpu --blocks 1,0,0 --batch 64 --lr 0.01 --loader host "
-      "--no-channels-last --cpu-share 0.5 --nvjpeg-threads 2");
+      "--no-channels-last");
   EXPECT_EQ(given["blocks"], nlohmann::json({1, 0, 0}));
   EXPECT_EQ(given["filters"], nlohmann::json({16, 32, 64}));
   EXPECT_EQ(given.value("batch", 0), 64);
   EXPECT_DOUBLE_EQ(given.value("lr", 0.0), 0.01);
   EXPECT_EQ(given.value("loader", ""), "host");
   EXPECT_FALSE(given.value("channels_last", true));
-  EXPECT_EQ(given["cpu_share"], 0.5);
-  EXPECT_EQ(given.value("nvjpeg_threads", 0), 2);
 }
 
 // What --resume and the output files refuse, and what a resume without --epochs trains to.

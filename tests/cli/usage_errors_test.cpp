@@ -54,7 +54,8 @@ const std::string kNoData = " --data /nonexistent/faster-test-data";
 
 TEST(UsageErrors, TrainRangesAndCombinations) {
   const std::string t = "train --device cpu";
-  const test::TempDir not_small;
+  const test::TempDir not_small;  // a folder: JPEG data as far as the flags go
+  const std::string j = t + " --data " + not_small.path().string();
   expect_usage_errors({
       {t + " --epochs 0", "--epochs must be at least 1 (got 0)"},
       {t + " --batch 0", "--batch must be between 1 and 1048576 (got 0)"},
@@ -72,7 +73,11 @@ TEST(UsageErrors, TrainRangesAndCombinations) {
       {t + " --res-step 16", "--res-step needs --res-end"},
       {t + " --bucket-mb 10", "--bucket-mb needs --parallel ddp"},
       {t + " --dist-timeout 5", "--dist-timeout needs --parallel ddp"},
-      {t + " --decode nvjpeg", "--decode nvjpeg needs a CUDA device, and --device cpu was given"},
+      {t + " --decode nvjpeg --data " + not_small.path().string(),
+       "--decode nvjpeg needs a CUDA device, and --device cpu was given"},
+      {t + " --decode cpu", "--decode is for JPEG data (folders or LMDB); "},
+      {t + " --nvjpeg-threads 2", "--nvjpeg-threads is for JPEG data"},
+      {t + " --crop-scale 0.5", "--crop-scale is the random-resized crop's"},
       {t + " --muon-lr -0.1", "--muon-lr must be a finite number >= 0 (got -0.1; 0: no Muon)"},
       {t + " --muon-lr 0.2 --muon-momentum 1", "--muon-momentum must be in [0, 1)"},
       {t + " --muon-lr 0.2 --muon-steps 0", "--muon-steps must be between 1 and 10"},
@@ -84,12 +89,12 @@ TEST(UsageErrors, TrainRangesAndCombinations) {
       {t + " --test-limit -1", "--test-limit must be at least 0"},
       {t + " --label-smoothing 1", "--label-smoothing must be in [0, 1)"},
       {t + " --ema 1.5", "--ema must be in (0, 1)"},
-      {t + " --cpu-share 2", "--cpu-share must be between 0 and 1 (got 2)"},
+      {j + " --cpu-share 2", "--cpu-share must be between 0 and 1 (got 2)"},
       {t + " --cpu-share half",
        "--cpu-share must be auto or a number between 0 and 1 (got 'half')"},
-      {t + " --nvjpeg-threads 0", "--nvjpeg-threads must be between 1 and 64"},
+      {j + " --nvjpeg-threads 0", "--nvjpeg-threads must be between 1 and 64"},
       {t + " --eval-every 0", "--eval-every must be at least 1"},
-      {t + " --crop-scale 0", "--crop-scale must be in (0, 1]"},
+      {j + " --crop-scale 0", "--crop-scale must be in (0, 1]"},
       {t + " --val-res 4", "--val-res must be between 8 and 4096"},
       {t + " --val-resize 4", "--val-resize must be between 8 and 8192"},
       {t + " --warmup-epochs -1", "--warmup-epochs must be between 0 and --epochs"},

@@ -450,6 +450,17 @@ void resolve_flags(TrainFlags& f) {
   if (f.given("--stem-dims")) check_at_least("--stem-dims", o.stem_dims, 0);
   models::validate_thinnet_shape(o.blocks, o.filters);
   // Flags that only mean something with another: refused rather than ignored.
+  if (data::is_small_dataset(
+          o.data)) {  // arrays: nothing is decoded, and as stored nothing cropped
+    for (const char* flag : {"--decode", "--cpu-share", "--nvjpeg-threads"})
+      if (f.given(flag))
+        FASTER_USAGE_ERROR(flag, " is for JPEG data (folders or LMDB); ", o.data,
+                           " is a small dataset held as arrays: nothing is decoded");
+    if (f.given("--crop-scale") && o.res.res == 0)
+      FASTER_USAGE_ERROR(
+          "--crop-scale is the random-resized crop's; a small dataset as stored is not cropped "
+          "(--res N crops it)");
+  }
   if (!f.lr_steps.empty() && o.schedule.decay != train::LrDecay::kStep)
     FASTER_USAGE_ERROR("--lr-steps needs --lr-decay step");
   for (const char* flag : {"--muon-momentum", "--muon-steps"})
