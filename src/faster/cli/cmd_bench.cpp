@@ -22,13 +22,6 @@ namespace faster::cli {
 namespace fs = std::filesystem;
 namespace {
 
-// "1,2,3": a list of sizes as the --blocks and --filters flags take it.
-std::string comma_list(const std::vector<int>& v) {
-  std::string s;
-  for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
-  return s;
-}
-
 struct BenchFlags {
   bench::BenchOptions o;
   bool cpu = false;

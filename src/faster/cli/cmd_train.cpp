@@ -2,7 +2,6 @@
 // trainer; a progress bar per epoch, one line per epoch and a summary.
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <optional>
@@ -15,13 +14,13 @@
 #include "faster/models/registry.h"
 #include "faster/models/thinnet.h"
 #include "faster/tools/file_io.h"
+#include "faster/tools/tree.h"
 #include "faster/train/checkpoint.h"
 #include "faster/train/parallel/launch.h"
 #include "faster/train/parallel/world.h"
 #include "faster/train/trainer.h"
 
 namespace faster::cli {
-namespace fs = std::filesystem;
 namespace {
 
 // The choices of the enum flags that offer part of their enum.
@@ -309,7 +308,7 @@ void apply_recipe(TrainFlags& f) {
   std::optional<train::Recipe> recipe;
   if (!unset("--recipe")) recipe = f.recipe;
   nlohmann::json resumed = nlohmann::json::object();  // the checkpoint's run options
-  if (!o.resume.empty()) {
+  if (!o.resume.empty() && (unset("--model") || unset("--epochs"))) {
     const auto meta = train::checkpoint_meta(train::read_state_dict(o.resume), o.resume);
     resumed = meta.value("options", nlohmann::json::object());
   }
@@ -383,14 +382,10 @@ void apply_recipe(TrainFlags& f) {
 // The recipe's line before training: what the flags not given became.
 void print_recipe(const TrainFlags& f) {
   const auto& o = f.o;
-  const auto list = [](const std::vector<int>& v) {
-    std::string s;
-    for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
-    return s;
-  };
   std::printf("recipe %s: %s", enum_name(train::kRecipeNames, o.recipe), o.model.c_str());
   if (models::family(o.model) != models::Family::kResNet)
-    std::printf(" blocks %s filters %s", list(o.blocks).c_str(), list(o.filters).c_str());
+    std::printf(" blocks %s filters %s", comma_list(o.blocks).c_str(),
+                comma_list(o.filters).c_str());
   std::printf(", %d epoch%s, batch %lld, SGD lr %g%s", o.epochs, o.epochs == 1 ? "" : "s",
               static_cast<long long>(o.batch), o.lr_per_256 > 0 ? o.lr_per_256 : o.sgd.lr,
               o.lr_per_256 > 0 ? " per 256" : "");
@@ -413,9 +408,7 @@ void print_recipe(const TrainFlags& f) {
 void check_distinct_outputs(const TrainFlags& f) {
   const auto& o = f.o;
   const auto same = [](const std::string& a, const std::string& b) {
-    if (a.empty() || b.empty()) return false;
-    std::error_code ec;
-    return fs::weakly_canonical(fs::absolute(a), ec) == fs::weakly_canonical(fs::absolute(b), ec);
+    return !a.empty() && !b.empty() && tools::resolved(a) == tools::resolved(b);
   };
   const std::pair<const char*, const std::string*> outputs[] = {
       {"--save", &o.save}, {"--checkpoint", &o.checkpoint}, {"--json", &f.json}};
@@ -436,9 +429,10 @@ void resolve_flags(TrainFlags& f) {
   auto& o = f.o;
   check_distinct_outputs(f);
   apply_recipe(f);
+  const bool arrays = data::is_small_dataset(o.data);
   // --res 0 trains a small dataset as stored (a ResNet's recipe crops it otherwise); JPEG images
   // need a crop size.
-  if (f.given("--res") && o.res.res == 0 && !data::is_small_dataset(o.data))
+  if (f.given("--res") && o.res.res == 0 && !arrays)
     FASTER_USAGE_ERROR(
         "--res 0 (as stored) is for small datasets; JPEG images need a crop side "
         "from 8 to ",
@@ -450,8 +444,7 @@ void resolve_flags(TrainFlags& f) {
   if (f.given("--stem-dims")) check_at_least("--stem-dims", o.stem_dims, 0);
   models::validate_thinnet_shape(o.blocks, o.filters);
   // Flags that only mean something with another: refused rather than ignored.
-  if (data::is_small_dataset(
-          o.data)) {  // arrays: nothing is decoded, and as stored nothing cropped
+  if (arrays) {  // nothing is decoded, and as stored nothing is cropped
     for (const char* flag : {"--decode", "--cpu-share", "--nvjpeg-threads"})
       if (f.given(flag))
         FASTER_USAGE_ERROR(flag, " is for JPEG data (folders or LMDB); ", o.data,
@@ -523,8 +516,7 @@ int run_train(TrainFlags& f) {
       FASTER_THROW(
           "--nproc given inside an already launched job (RANK is set, or this is a task "
           "of an srun step)");
-    train::validate(o);  // once here, not once per rank
-    train::check_run_files(o);
+    train::validate(o);  // once here, not once per rank (resolve_flags checked the files)
     if (!f.json.empty()) tools::check_output_file(f.json, "--json");
     train::LaunchOptions lo;
     lo.nproc = f.nproc;

@@ -143,6 +143,12 @@ CLI::Option* add_val_side_option(CLI::App* cmd, const std::string& flag, int& si
       help);
 }
 
+std::string comma_list(const std::vector<int>& v) {
+  std::string s;
+  for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
 std::string self_exe() {
   return (program_dir() / FASTER_PROGRAM).string();
 }

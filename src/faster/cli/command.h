@@ -79,6 +79,9 @@ CLI::Option* add_seed_option(CLI::App* cmd, uint64_t& seed, const std::string& h
 CLI::Option* add_val_side_option(CLI::App* cmd, const std::string& flag, int& side, int max_side,
                                  const std::string& help);
 
+// "1,2,3": a list of sizes as the --blocks and --filters flags take them.
+std::string comma_list(const std::vector<int>& v);
+
 // Path of the `faster` program (to start more of it: bench runs, DDP ranks); in faster-torch, the
 // `faster` beside it, so that the new processes show as `faster train ...` like the first.
 std::string self_exe();

@@ -122,7 +122,8 @@ namespace {
 // clang-format off
 constexpr const char* kRunKeys[] = {
     "data", "batch", "lr", "lr_per_256", "momentum", "weight_decay", "weight_decay_1d",
-    "nesterov", "muon_lr", "muon_momentum", "muon_steps", "warmup_epochs", "warmup_start", "lr_decay", "min_lr", "lr_steps", "lr_gamma",
+    "nesterov", "muon_lr", "muon_momentum", "muon_steps", "warmup_epochs", "warmup_start",
+    "lr_decay", "min_lr", "lr_steps", "lr_gamma",
     "label_smoothing", "ema", "res", "res_end", "res_ramp", "res_step", "crop_scale_min",
     "translate", "flip", "alternate_flips", "seed", "last_batch", "precision", "recipe",
     "world_size", "norm", "whiten", "train_limit"};

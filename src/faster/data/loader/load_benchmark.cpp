@@ -43,9 +43,9 @@ std::string describe_transform(const LoaderOptions& o, bool normalized_on_device
 }
 
 // Runs `count` batches, crossing epoch boundaries as needed; returns the batches actually run and
-// adds the images they held (padding rows aside) to `images`.
+// adds the images they held (padding rows aside) to `images` where given.
 int64_t run_batches(ImageLoader& loader, int64_t count, int64_t& epoch, Progress* progress,
-                    int64_t& images) {
+                    int64_t* images) {
   int64_t done = 0;
   while (done < count) {
     auto batch = loader.next();
@@ -55,7 +55,7 @@ int64_t run_batches(ImageLoader& loader, int64_t count, int64_t& epoch, Progress
     }
     sync_device(loader.options().device, *batch);
     ++done;
-    images += batch->size;
+    if (images) *images += batch->size;
     if (progress) progress->add();
   }
   return done;
@@ -99,8 +99,7 @@ LoadReport run_load_benchmark(const LoadBenchOptions& o) {
   int64_t epoch = 0;
   if (warmup > 0) {  // threads started, ring and decoder buffers touched, allocator warmed
     loader.start_epoch(epoch);
-    int64_t images = 0;
-    run_batches(loader, warmup, epoch, nullptr, images);
+    run_batches(loader, warmup, epoch, nullptr, nullptr);
   }
   if (o.cold) {
     r.cache = "cold: " + evict_from_page_cache(*source);
@@ -116,7 +115,7 @@ LoadReport run_load_benchmark(const LoadBenchOptions& o) {
   Timer timer;
   loader.start_epoch(epoch, /*reset_stats=*/true);
   int64_t delivered = 0;
-  r.batches = run_batches(loader, measured, epoch, o.progress ? &progress : nullptr, delivered);
+  r.batches = run_batches(loader, measured, epoch, o.progress ? &progress : nullptr, &delivered);
   r.seconds = timer.seconds();
   if (o.progress) progress.finish();
   r.stats = loader.stats();
