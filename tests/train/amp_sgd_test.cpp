@@ -243,10 +243,11 @@ TEST(FlatSgd, MuonOnCudaMatchesTheCpuAndReplaysInAGraph) {
   };
   const std::vector<torch::Tensor> init = {bank(64, 16), bank(128, 64), torch::randn({128}),
                                            torch::randn({10, 128})};
+  // Copies even on the CPU (to() and contiguous() would return init itself there, and the step
+  // would then move init with them).
   const auto copies = [&](torch::Device device) {
     std::vector<torch::Tensor> ps;
-    for (const auto& p : init)
-      ps.push_back(p.to(device).contiguous(p.suggest_memory_format()).requires_grad_());
+    for (const auto& p : init) ps.push_back(p.clone().to(device).requires_grad_());
     return ps;
   };
   SgdOptions o{0.1, 0.9, 5e-4, true, false};
@@ -276,9 +277,11 @@ TEST(FlatSgd, MuonOnCudaMatchesTheCpuAndReplaysInAGraph) {
     graphed[i].mutable_grad() = grads[i].contiguous(init[i].suggest_memory_format());
   }
   auto flat = b.flat_grad();
-  a.step(a.flat_grad());  // settles cuBLAS's workspace before a capture, as the trainer's steps do
-  b.step(flat);
+  // The capture's stream from here: the eager steps settle cuBLAS's workspace on it before a
+  // capture, as the trainer's warm-up steps do.
   SideStreamScope side(torch::kCUDA);
+  a.step(a.flat_grad());
+  b.step(flat);
   StepGraph graph;
   graph.capture([&] { b.step(flat); });
   for (int i = 0; i < 2; ++i) {
