@@ -210,6 +210,53 @@ TEST(Cli, ResumeAndOutputFiles) {
                         "nothing left to train (a larger --epochs trains on)", 1);
 }
 
+// A resume without flags continues its checkpoint's run: the data, batch, rates, seed and
+// augmentation it was given, not the recipe's, so its second epoch is the uninterrupted run's (the
+// CPU runs are deterministic: the same loss to the printed digit).  A flag given wins, with a
+// warning naming it.
+TEST(Cli, ResumeContinuesTheCheckpointsRun) {
+  REQUIRE_FASHION_MNIST();
+  test::TempDir d;
+  // The data under a name of its own: a resume that fell back to the default would read another.
+  const auto data = d / "fashion-data";
+  std::filesystem::create_directory(data);
+  for (const auto& e : std::filesystem::directory_iterator(test::fashion_mnist_dir()))
+    std::filesystem::create_symlink(e.path(), data / e.path().filename());
+  const auto p = [&](const char* name) { return (d / name).string(); };
+  const std::string run =
+      "train --device cpu --train-limit 512 --test-limit 256 --epochs 2 --batch 64 --lr 0.02 "
+      "--seed 3 --label-smoothing 0.1 --translate 1 --warmup-epochs 1.5 --data " +
+      data.string();
+  auto r = test::run_faster(run + " --checkpoint " + p("c.ckpt") + " --keep-checkpoints --json " +
+                            p("whole.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = test::run_faster("train --device cpu --resume " + p("c.ckpt.epoch1") + " --json " +
+                       p("resumed.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("warning"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("batch 64, SGD lr 0.02"), std::string::npos) << r.output;
+  const auto whole = nlohmann::json::parse(test::read_file(d / "whole.json"));
+  const auto resumed = nlohmann::json::parse(test::read_file(d / "resumed.json"));
+  for (const char* key : {"data", "batch", "lr", "seed", "label_smoothing", "translate",
+                          "warmup_epochs", "train_limit", "test_limit", "epochs", "recipe"})
+    EXPECT_EQ(resumed["options"][key], whole["options"][key]) << key;
+  ASSERT_EQ(resumed["epochs"].size(), 1u);
+  EXPECT_NEAR(resumed["epochs"][0].value("train_loss", 0.0),
+              whole["epochs"][1].value("train_loss", 1.0), 1e-6);
+  EXPECT_NEAR(resumed.value("final_test_accuracy", 0.0), whole.value("final_test_accuracy", 1.0),
+              1e-9);
+  // A flag given wins over the checkpoint's, and is named.
+  r = test::run_faster("train --device cpu --resume " + p("c.ckpt.epoch1") + " --lr 0.01 --json " +
+                       p("changed.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: --resume " + p("c.ckpt.epoch1") + ": lr 0.01 (was 0.02)"),
+            std::string::npos)
+      << r.output;
+  const auto changed = nlohmann::json::parse(test::read_file(d / "changed.json"));
+  EXPECT_DOUBLE_EQ(changed["options"].value("lr", 0.0), 0.01);
+  EXPECT_EQ(changed["options"].value("batch", 0), 64);
+}
+
 // --muon-lr trains the filters with Muon: on the CPU recipe's first 8,192 images (64 steps) it
 // reached 80.7 % where SGD reached 73.6 % (measured, 2 cores; each run is deterministic); the
 // test asks for 3 points of the 7.

@@ -43,6 +43,10 @@ struct TrainFlags {
   std::string json;
   int nproc = 0;
   CLI::App* cmd = nullptr;
+  // Resuming with no --recipe: the checkpoint's run fills what is not given (apply_recipe), its
+  // precision too where no --fast/--amp/--amp-dtype is given.
+  bool from_checkpoint = false;
+  std::optional<train::Precision> saved_precision;
 
   // Whether the command line gave `flag` (else a recipe or a default decides).
   bool given(const char* flag) const { return cmd->get_option(flag)->count() > 0; }
@@ -230,8 +234,10 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
                 "With --checkpoint: also keep every epoch's as CHECKPOINT.epochN");
   cmd->add_option("--resume", o.resume,
                   "Continue from a --checkpoint file: the next epoch, the same data order, "
-                  "weights, momentum, EMA and schedule; its model and recipe unless --model / "
-                  "--recipe name them");
+                  "weights, momentum, EMA and schedule.  The run's settings (data, model, "
+                  "epochs, batch, rates, augmentation, precision...) are the checkpoint's where "
+                  "no flag is given; a flag given wins, with a warning where it changes the run; "
+                  "--recipe R takes R's settings instead");
   cmd->add_option("--json", f.json,
                   "Write the run's report (options, per-epoch metrics, time) as JSON");
   add_enum_option(cmd, "--norm", o.norm, kThinNetNorms,
@@ -297,23 +303,31 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
       ->capture_default_str();
 }
 
-// Fills what the user did not give from the recipe (the model's unless --recipe names one).
+// Fills what the user did not give from the recipe (the model's unless --recipe names one), or,
+// resuming, from the checkpoint's run.
 void apply_recipe(TrainFlags& f) {
   auto& o = f.o;
   const auto unset = [&](const char* flag) { return !f.given(flag); };
+  // A resumed run continues its checkpoint's run: what is not given is the checkpoint's, as it is
+  // a recipe's for a new run (--recipe names a recipe to take instead); its data too.
+  nlohmann::json resumed = nlohmann::json::object();  // the checkpoint's run options
+  if (!o.resume.empty()) {
+    train::check_resume_file(o.resume);
+    const auto meta = train::checkpoint_meta(train::read_state_dict(o.resume), o.resume);
+    resumed = meta.value("options", nlohmann::json::object());
+    if (unset("--data")) o.data = resumed.value("data", o.data);
+    if (unset("--data") && unset("--val-data")) o.val_data = resumed.value("val_data", o.val_data);
+  }
   // The files first: what is derived below from a dataset or a checkpoint that is not there would
   // only blame a flag for it.
   train::check_run_files(o);
   const bool arrays = data::is_small_dataset(o.data);
+  // JPEG data: the loader's streams (nvJPEG's stage, the host copies) run beside the training's;
+  // before resolve_device below, the first CUDA call.
+  if (!arrays) ask_for_more_work_queues();
   std::optional<train::Recipe> recipe;
   if (!unset("--recipe")) recipe = f.recipe;
-  nlohmann::json resumed = nlohmann::json::object();  // the checkpoint's run options
-  if (!o.resume.empty() && (unset("--model") || unset("--epochs"))) {
-    const auto meta = train::checkpoint_meta(train::read_state_dict(o.resume), o.resume);
-    resumed = meta.value("options", nlohmann::json::object());
-  }
   if (!o.resume.empty() && unset("--model")) {
-    // A resumed run continues the checkpoint's model, and its recipe unless one is named.
     o.model = resumed.value("model", o.model);
     const std::string saved = resumed.value("recipe", "");
     if (!recipe && !saved.empty()) recipe = parse_enum(train::kRecipeNames, saved, "--recipe");
@@ -322,7 +336,17 @@ void apply_recipe(TrainFlags& f) {
   }
   const auto device = train::resolve_device(o.device);
   o.recipe = recipe ? *recipe : train::default_recipe(o.model, device);
-  const auto r = train::recipe_options(o.recipe);
+  auto r = train::recipe_options(o.recipe);
+  f.from_checkpoint = !o.resume.empty() && unset("--recipe");
+  if (f.from_checkpoint) {
+    train::take_run_options(resumed, r, o.resume);
+    // ...in the mode and precision it ran in.
+    if (unset("--fast") && unset("--amp") && unset("--amp-dtype")) {
+      f.fast = f.fast || resumed.value("mode", "") == "fast";
+      f.saved_precision = r.precision;
+    }
+    if (unset("--channels-last")) o.channels_last = resumed.value("channels_last", o.channels_last);
+  }
   // A resumed run goes on to the end its checkpoint's run was going to.
   if (unset("--epochs")) o.epochs = resumed.value("epochs", r.epochs);
   if (unset("--batch")) o.batch = r.batch;
@@ -335,12 +359,28 @@ void apply_recipe(TrainFlags& f) {
   if (unset("--muon-momentum")) o.sgd.muon_momentum = r.sgd.muon_momentum;
   if (unset("--muon-steps")) o.sgd.muon_steps = r.sgd.muon_steps;
   if (unset("--label-smoothing")) o.label_smoothing = r.label_smoothing;
-  // The recipe's warm-up, at most an eighth of a shorter run.
+  // The recipe's warm-up, at most an eighth of a shorter run (a checkpoint's as it ran).
   if (unset("--warmup-epochs"))
-    o.schedule.warmup_epochs = std::min(r.schedule.warmup_epochs, o.epochs / 8.0);
+    o.schedule.warmup_epochs = f.from_checkpoint
+                                   ? r.schedule.warmup_epochs
+                                   : std::min(r.schedule.warmup_epochs, o.epochs / 8.0);
   if (unset("--warmup-start")) o.schedule.warmup_start = r.schedule.warmup_start;
   if (unset("--lr-decay")) o.schedule.decay = r.schedule.decay;
-  if (unset("--res")) o.res.res = arrays ? r.res.res : 224;  // JPEG images need a crop size
+  // JPEG images need a crop size.
+  if (unset("--res")) o.res.res = arrays || f.from_checkpoint ? r.res.res : 224;
+  // What no recipe sets, the defaults a new run starts from or a checkpoint's run ran with.
+  if (unset("--res-end")) o.res.end_res = r.res.end_res;
+  if (unset("--res-ramp")) o.res.ramp_start = r.res.ramp_start, o.res.ramp_end = r.res.ramp_end;
+  if (unset("--res-step")) o.res.step = r.res.step;
+  if (unset("--lr-steps")) o.schedule.step_epochs = r.schedule.step_epochs;
+  if (unset("--lr-gamma")) o.schedule.step_gamma = r.schedule.step_gamma;
+  if (unset("--crop-scale")) o.crop_scale_min = r.crop_scale_min;
+  if (unset("--val-res")) o.val_res = r.val_res;
+  if (unset("--val-resize")) o.val_resize = r.val_resize;
+  if (unset("--train-limit")) o.train_limit = r.train_limit;
+  if (unset("--test-limit")) o.test_limit = r.test_limit;
+  if (unset("--seed")) o.seed = r.seed;
+  if (unset("--norm")) o.norm = r.norm;
   if (unset("--workers"))
     o.workers = arrays ? 4 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // Widths: the recipe's for its own model, else the model's own.
@@ -374,7 +414,7 @@ void apply_recipe(TrainFlags& f) {
     o.loader = train::LoaderKind::kDevice;
   // oneDNN's CPU convolutions take NHWC as it is, and reorder NCHW to their blocked layout and
   // back around every convolution: a fifth of the seed ThinNet's oneDNN time (BENCHMARKS.md).
-  if (unset("--channels-last") && device.is_cpu() &&
+  if (unset("--channels-last") && !f.from_checkpoint && device.is_cpu() &&
       models::family(o.model) == models::Family::kThinNet)
     o.channels_last = true;
 }
@@ -476,7 +516,7 @@ void resolve_flags(TrainFlags& f) {
     train::parse_epoch_range(f.res_ramp, "--res-ramp", o.res.ramp_start, o.res.ramp_end);
     --o.res.ramp_start, --o.res.ramp_end;
   }
-  if (o.res.end_res != 0 && f.res_ramp.empty())
+  if (o.res.end_res != 0 && f.res_ramp.empty() && !f.from_checkpoint)
     FASTER_USAGE_ERROR("--res-end needs --res-ramp A:B, the epochs over which --res becomes it");
   if (!f.res_ramp.empty() && o.res.end_res == 0)
     FASTER_USAGE_ERROR("--res-ramp needs --res-end, the resolution it ramps to");
@@ -487,14 +527,12 @@ void resolve_flags(TrainFlags& f) {
   } else if (f.amp) {
     o.precision = f.amp_dtype;
   }
+  if (f.saved_precision) o.precision = *f.saved_precision;
   if (train::is_speedrun(o.recipe)) o.mode_name = enum_name(train::kRecipeNames, o.recipe);
 }
 
 int run_train(TrainFlags& f) {
   auto& o = f.o;
-  // JPEG data: the loader's streams (nvJPEG's stage, the host copies) run beside the training's;
-  // before resolve_flags, whose device check is the first CUDA call.
-  if (!data::is_small_dataset(o.data)) ask_for_more_work_queues();
   resolve_flags(f);
   if (f.given("--gpus") && o.parallel != train::Parallel::kDp)
     FASTER_USAGE_ERROR("--gpus needs --parallel dp (ddp: one GPU per rank)");

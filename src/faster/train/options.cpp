@@ -264,7 +264,99 @@ std::vector<int> one_based(std::vector<int> epochs) {
   for (int& e : epochs) ++e;
   return epochs;
 }
+
+// Reads a run record's values into options, each where the record has it.
+class RunRecord {
+ public:
+  RunRecord(const nlohmann::json& j, const std::string& where) : j_(j), where_(where) {}
+
+  template <typename T>
+  void take(const char* key, T& value) const {
+    const auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) return;
+    try {
+      value = it->template get<T>();
+    } catch (const nlohmann::json::exception&) {
+      FASTER_THROW(where_, ": its options' ", key, " is ", it->dump(), ", not a value of ", key);
+    }
+  }
+  template <typename E, size_t N>
+  void take(const char* key, const EnumName<E> (&names)[N], E& value) const {
+    std::string name;
+    take(key, name);
+    if (name.empty()) return;
+    for (const auto& e : names)
+      if (name == e.name) return void(value = e.value);
+    FASTER_THROW(where_, ": its options' ", key, " is '", name, "', not ", enum_choices(names));
+  }
+  // Epochs the record numbers from 1.
+  void take_epochs(const char* key, std::vector<int>& epochs) const {
+    std::vector<int> one;
+    take(key, one);
+    if (!j_.contains(key)) return;
+    epochs = one;
+    for (int& e : epochs) --e;
+  }
+
+ private:
+  const nlohmann::json& j_;
+  const std::string& where_;
+};
 }  // namespace
+
+void take_run_options(const nlohmann::json& saved, TrainOptions& o, const std::string& where) {
+  if (!saved.is_object()) return;
+  const RunRecord r(saved, where);
+  r.take("data", o.data);
+  r.take("val_data", o.val_data);
+  r.take("model", o.model);
+  r.take("recipe", kRecipeNames, o.recipe);
+  r.take("epochs", o.epochs);
+  r.take("batch", o.batch);
+  r.take("lr", o.sgd.lr);
+  r.take("lr_per_256", o.lr_per_256);
+  r.take("momentum", o.sgd.momentum);
+  r.take("weight_decay", o.sgd.weight_decay);
+  r.take("weight_decay_1d", o.sgd.decay_1d);
+  r.take("nesterov", o.sgd.nesterov);
+  r.take("muon_lr", o.sgd.muon_lr);
+  r.take("muon_momentum", o.sgd.muon_momentum);
+  r.take("muon_steps", o.sgd.muon_steps);
+  r.take("warmup_epochs", o.schedule.warmup_epochs);
+  r.take("warmup_start", o.schedule.warmup_start);
+  r.take("lr_decay", kLrDecayNames, o.schedule.decay);
+  r.take("min_lr", o.schedule.min_lr);
+  r.take_epochs("lr_steps", o.schedule.step_epochs);
+  r.take("lr_gamma", o.schedule.step_gamma);
+  r.take("label_smoothing", o.label_smoothing);
+  r.take("ema", o.ema_decay);
+  r.take("res", o.res.res);
+  r.take("res_end", o.res.end_res);
+  std::vector<int> ramp{o.res.ramp_start, o.res.ramp_end};
+  r.take_epochs("res_ramp", ramp);
+  if (ramp.size() == 2) o.res.ramp_start = ramp[0], o.res.ramp_end = ramp[1];
+  r.take("res_step", o.res.step);
+  r.take("train_limit", o.train_limit);
+  r.take("test_limit", o.test_limit);
+  r.take("val_res", o.val_res);
+  r.take("val_resize", o.val_resize);
+  r.take("crop_scale_min", o.crop_scale_min);
+  r.take("translate", o.translate);
+  r.take("flip", kFlipNames, o.flip);
+  r.take("tta", o.tta);
+  r.take("tta_shifts", o.tta_shifts);
+  r.take("alternate_flips", o.alternate_flips);
+  r.take("whiten", o.whiten);
+  r.take("freeze_whitening", o.freeze_whitening);
+  r.take("stem_dims", o.stem_dims);
+  r.take("blocks", o.blocks);
+  r.take("filters", o.filters);
+  r.take("seed", o.seed);
+  r.take("precision", kPrecisionNames, o.precision);
+  r.take("last_batch", data::kLastBatchNames, o.last_batch);
+  r.take("norm", models::kNormNames, o.norm);
+  r.take("eval_every", o.eval_every);
+}
 
 nlohmann::json options_json(const TrainOptions& o) {
   const nlohmann::json cpu_share =
@@ -318,6 +410,7 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"blocks", o.blocks},
           {"filters", o.filters},
           {"seed", o.seed},
+          {"eval_every", o.eval_every},
           {"cudnn_benchmark", o.cudnn_benchmark},
           {"cudnn_benchmark_limit", o.cudnn_benchmark_limit},
           {"cudnn_benchmark_all_shapes", o.cudnn_benchmark_all_shapes},

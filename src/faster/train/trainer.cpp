@@ -447,14 +447,18 @@ class MetricsLog {
 
 }  // namespace
 
+void check_resume_file(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) FASTER_THROW("--resume ", path, ": no such file");
+}
+
 void check_run_files(const TrainOptions& o) {
   // Output paths first: a run must not end by failing to write.
   if (!o.save.empty()) tools::check_output_file(o.save, "--save");
   if (!o.checkpoint.empty()) tools::check_output_file(o.checkpoint, "--checkpoint");
   if (!o.log_dir.empty()) tools::check_output_dir(o.log_dir, "--log-dir");
+  if (!o.resume.empty()) check_resume_file(o.resume);
   std::error_code ec;
-  if (!o.resume.empty() && !fs::is_regular_file(o.resume, ec))
-    FASTER_THROW("--resume ", o.resume, ": no such file");
   if (!o.data.empty() && !fs::exists(o.data, ec))
     FASTER_THROW("dataset ", o.data, " does not exist");  // as opening it says
 }

@@ -72,11 +72,13 @@ struct TrainCallbacks {
   std::function<void(const EpochStats&)> on_epoch;
 };
 
-// Runs the whole training; callbacks (optional) see the run's description and each epoch's stats.
 // The files a run reads and writes, checked before it starts (a launcher checks them once, before
 // its ranks start): --save, --checkpoint, --log-dir writable; --resume and --data there.
 void check_run_files(const TrainOptions& o);
+// Throws faster::Error unless `path` (--resume's) is a file.
+void check_resume_file(const std::string& path);
 
+// Runs the whole training; callbacks (optional) see the run's description and each epoch's stats.
 TrainReport train(const TrainOptions& o, const TrainCallbacks& callbacks = {});
 
 struct EvalOptions {
