@@ -14,6 +14,7 @@
 #include "faster/data/sources/lmdb_env.h"
 #include "faster/data/sources/lmdb_format.h"
 #include "faster/data/sources/lmdb_source.h"
+#include "faster/data/sources/open_source.h"
 #include "faster/tools/file_io.h"
 #include "faster/tools/pack.h"
 #include "tools/tool_fixtures.h"
@@ -83,6 +84,25 @@ TEST(Pack, RoundTripGivesTheFolderBytesAndLabels) {
   EXPECT_NE(v.output.find(": OK"), std::string::npos) << v.output;
 }
 
+// A root whose train/ and val/ are LMDBs opens each split as one (`faster load ROOT [--val]`).
+TEST(Pack, ARootOfDatabasesOpensEachSplit) {
+  PackTree t;
+  const fs::path root = t.tmp / "root";
+  fs::create_directory(root);
+  for (const char* split : {"train", "val"}) {
+    const RunResult r =
+        run_faster("pack --src " + quoted(t.src) + " --out " + quoted(root / split));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  for (const bool val : {false, true}) {
+    std::string note;
+    const auto source = data::open_source(root, val, &note);
+    EXPECT_NE(dynamic_cast<const data::LmdbSource*>(source.get()), nullptr) << val;
+    EXPECT_EQ(source->size(), 6) << val;
+    EXPECT_EQ(note, "using " + (root / (val ? "val" : "train")).string());
+  }
+}
+
 TEST(Pack, DownscalesOnTheWayInAndGrowsTheMap) {
   PackTree t;
   tools::PackOptions o;
@@ -119,6 +139,19 @@ TEST(Pack, BadImagesAreLeftOutAndListed) {
   ASSERT_EQ(source.metadata().skipped.size(), 1u);
   EXPECT_EQ(source.metadata().skipped[0]["path"], "bee/0-empty.JPEG");
   EXPECT_EQ(source.label(3), 1);  // labels still follow the class folders
+  // Nothing but bad images: no database of nothing (it would fail later, in whatever read it).
+  const fs::path bad = t.tmp / "bad", none = t.tmp / "none";
+  fs::create_directories(bad / "a");
+  fs::create_directories(bad / "b");
+  write_file(bad / "a/1.jpg", "not a jpeg");
+  write_file(bad / "b/2.jpg", "");
+  const RunResult all_bad = run_faster("pack --src " + quoted(bad) + " --out " + quoted(none));
+  EXPECT_EQ(all_bad.exit_code, 1) << all_bad.output;
+  EXPECT_NE(all_bad.output.find("every image of " + bad.string() + " is bad (2): nothing packed"),
+            std::string::npos)
+      << all_bad.output;
+  EXPECT_FALSE(fs::exists(none));
+  EXPECT_FALSE(fs::exists(t.tmp / ".none.faster-tmp"));
 }
 
 TEST(Pack, BadArgumentsAndFailedWritesLeaveNoDatabase) {
@@ -154,9 +187,10 @@ TEST(Pack, BadArgumentsAndFailedWritesLeaveNoDatabase) {
       << root.output;
   EXPECT_FALSE(fs::exists(t.tmp / "root.lmdb"));
 
-  // Writes fail part-way (a file size limit, as a full disk would): nothing under --out.
-  const RunResult limited = run_shell("bash -c \"trap '' XFSZ; ulimit -f 16; " +
-                                      std::string(FASTER_BIN) + " " + t.args() + "\"");
+  // Writes fail part-way (a file size limit, as a full disk would; faster ignores SIGXFSZ itself,
+  // so the write fails rather than the process dying): nothing under --out.
+  const RunResult limited =
+      run_shell("bash -c \"ulimit -f 16; " + std::string(FASTER_BIN) + " " + t.args() + "\"");
   EXPECT_EQ(limited.exit_code, 1) << limited.output;
   EXPECT_NE(
       limited.output.find("faster: error: cannot write " + (t.tmp / ".db.faster-tmp").string() +
@@ -205,8 +239,9 @@ TEST(Pack, FullDiskSaysSoAndWhereAndLeavesNothing) {
 // kill -9 early, with the temporary database just created; in the middle, half the images read;
 // late, all but the last large one read; and while committing, every image read and the records
 // being written (a commit that ends before the kill lands is no failure).  Each re-run starts over
-// and clears what the last left; a fifth finishes.  After every kill --out holds nothing, or a
-// database that verifies whole if the kill came after the rename; the last run's counts add up,
+// and clears what the last left; a Ctrl-C cleans up itself; a sixth finishes.  After every kill
+// --out holds nothing, or a database that verifies whole if the kill came after the rename; the
+// last run's counts add up,
 // --verify passes with a record per good image, and they are those of a run never interrupted.
 TEST(Pack, RunsKilledEarlyMiddleLateAndCommittingLeaveNothingHalfDone) {
   TempDir tmp;
@@ -241,6 +276,15 @@ TEST(Pack, RunsKilledEarlyMiddleLateAndCommittingLeaveNothingHalfDone) {
     EXPECT_EQ(whole.records, kGood);
     tools::remove_tree(db);  // so that the next run packs again
   }
+  // Ctrl-C in the middle: the pack says so and removes its temporary database itself.
+  const int code = signal_when(cmd, tmp / "log", reading(tree.bytes / 2), SIGINT);
+  const std::string interrupted = read_file(tmp / "log");
+  EXPECT_EQ(code, 130) << interrupted;
+  EXPECT_NE(interrupted.find("faster: error: interrupted (SIGINT) after "), std::string::npos)
+      << interrupted;
+  EXPECT_NE(interrupted.find("pack starts over when run again"), std::string::npos) << interrupted;
+  EXPECT_FALSE(fs::exists(temp));
+  EXPECT_FALSE(fs::exists(db));
 
   const RunResult r = run_shell(cmd);
   EXPECT_EQ(r.exit_code, 3) << r.output;  // packed, two bad images left out

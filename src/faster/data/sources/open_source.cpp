@@ -18,13 +18,11 @@ std::shared_ptr<const Source> open_source(const fs::path& path, bool val, std::s
   std::error_code ec;
   if (!fs::exists(path, ec)) FASTER_THROW("dataset ", path.string(), " does not exist");
   if (is_lmdb_path(path)) return std::make_shared<LmdbSource>(path);
+  // A root's split: a folder of class folders, or an LMDB ("a root may hold LMDBs").
   const fs::path split = path / (val ? "val" : "train");
-  if (fs::is_directory(split, ec) && fs::is_directory(path / (val ? "train" : "val"), ec)) {
+  if (fs::is_directory(split, ec) && (!val || fs::is_directory(path / "train", ec))) {
     if (note) *note = "using " + split.string();
-    return std::make_shared<FolderSource>(split);
-  }
-  if (fs::is_directory(split, ec) && !val) {
-    if (note) *note = "using " + split.string();
+    if (is_lmdb_path(split)) return std::make_shared<LmdbSource>(split);
     return std::make_shared<FolderSource>(split);
   }
   return std::make_shared<FolderSource>(path);
