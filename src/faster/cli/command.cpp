@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -58,6 +59,10 @@ std::string literal(const std::string& s) {
 }  // namespace
 
 int run_command_line(int argc, char** argv) {
+  // A write past the process's file size limit (ulimit -f) then fails with EFBIG, which each tool
+  // reports with the file's name and cleans up after, instead of SIGXFSZ killing the process
+  // silently with its temporary files left behind.
+  ::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{
       "faster: fast image-classifier training on one multi-GPU machine, and beyond.\n"
       "Run 'faster <command> --help' for the flags of a command."};

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "faster/core/error.h"
+#include "faster/core/interrupt.h"
 #include "faster/core/log.h"
 #include "faster/core/parallel.h"
 #include "faster/core/progress.h"
@@ -222,6 +223,12 @@ void write_all(const PackOptions& o, const data::FolderSource& source, int worke
   if (o.progress) progress.emplace("pack", n, "img");
   s.class_counts.assign(source.classes().size(), 0);
   for (int64_t i = 0; i < n; ++i) {
+    // Ctrl-C: the temporary database goes (TempDbGuard); a database is never left half-packed.
+    if (const int signal = InterruptScope::received())
+      throw Interrupted(signal,
+                        detail::concat("interrupted (", signal_name(signal), ") after ", i, " of ",
+                                       n, " images: nothing written to ", o.out.string()),
+                        "pack starts over when run again");
     Slot* slot = ring.wait(i);
     if (!slot) break;  // a worker failed: join() below rethrows its error
     if (slot->state == Slot::State::kBad) {
@@ -255,6 +262,7 @@ PackSummary pack_folder(const PackOptions& o) {
     log::info("removing ", temp.string(), ", left by an interrupted pack");
     remove_tree(temp);
   }
+  InterruptScope interrupt;  // before the guard: its handlers stay until the guard has cleaned up
   TempDbGuard guard(temp);
   data::LmdbWriter writer(temp, o.initial_map_size > 0 ? o.initial_map_size : kInitialMapSize);
   DirectoryLock lock(temp, "'faster pack'");
@@ -270,6 +278,10 @@ PackSummary pack_folder(const PackOptions& o) {
   s.files += static_cast<int64_t>(source.not_files().size());
   s.bad = static_cast<int64_t>(s.bad_images.size());
   s.packed = s.files - s.bad;
+  if (s.packed == 0)  // a database of no images would only fail later, in whatever reads it
+    throw Error(detail::concat("every image of ", o.src.string(), " is bad (", s.bad,
+                               "): nothing packed, no database written"),
+                "is this a JPEG dataset? the warnings above say what is wrong with each");
   writer.finish(make_metadata(o, source, s));
   s.map_growths = writer.growths();
   // Readers open without a lock file (the database is immutable from here on).

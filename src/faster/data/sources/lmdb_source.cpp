@@ -21,6 +21,7 @@ LmdbSource::LmdbSource(const std::filesystem::path& path)
                 "pack it again with 'faster pack --src DIR --out DB'");
   meta_ = fmt::decode_metadata(to_view(value), env_.path());
   index_records();
+  if (size() == 0) FASTER_THROW(env_.path(), ": the database holds no images");
 }
 
 LmdbSource::~LmdbSource() = default;
