@@ -168,6 +168,16 @@ TEST(Resize, RunsKilledEarlyMiddleAndLateResumeAndAddUp) {
   ASSERT_TRUE(kill_when(cmd, tmp / "log", reading(bytes_to_do(src, dst) / 2)));
   const int middle = complete_outputs("killed in the middle");
   EXPECT_GT(middle, early);
+  // A tree a run stopped in is not read as whole (pack, load, train): its manifest says so.
+  const RunResult partial =
+      run_faster("pack --src " + quoted(dst) + " --out " + quoted(tmp / "db"));
+  EXPECT_EQ(partial.exit_code, 1) << partial.output;
+  EXPECT_NE(partial.output.find("the 'faster resize' writing " + dst.string() +
+                                " has not finished (interrupted, or stopped by an error)"),
+            std::string::npos)
+      << partial.output;
+  EXPECT_NE(partial.output.find("run the same 'faster resize' again"), std::string::npos)
+      << partial.output;
   EXPECT_LT(middle, InterruptTree::kLarge + InterruptTree::kSmall);  // it did not finish
   const int64_t last = static_cast<int64_t>(tree.large.size());
   ASSERT_TRUE(kill_when(cmd, tmp / "log", reading(bytes_to_do(src, dst) - last)));
@@ -188,6 +198,14 @@ TEST(Resize, RunsKilledEarlyMiddleAndLateResumeAndAddUp) {
       << state;
   for (const auto& f : all_files(dst))
     EXPECT_EQ(f.find(".faster-tmp"), std::string::npos) << f << " left behind";
+  // Finished: read as a tree, a split of it too (the manifest is in the split's parent), unless
+  // the manifest says otherwise.
+  const std::string a_class = data::list_image_tree(dst).dirs.at(1);
+  EXPECT_NO_THROW(data::list_image_tree(dst / a_class));
+  const nlohmann::json manifest = tools::read_json_file(dst / tools::kResizeManifest);
+  EXPECT_EQ(manifest.value("complete", false), true) << manifest.dump();
+  tools::write_manifest(dst / tools::kResizeManifest, manifest, /*complete=*/false);
+  EXPECT_THROW(data::list_image_tree(dst / a_class), Error);
 }
 
 TEST(Resize, RefusesDestinationInsideSourceAndTheReverse) {

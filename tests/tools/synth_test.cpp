@@ -8,6 +8,7 @@
 #include "faster/core/error.h"
 #include "faster/data/decode/jpeg_decoder.h"
 #include "faster/data/decode/jpeg_encoder.h"
+#include "faster/tools/file_io.h"
 #include "faster/tools/synth.h"
 #include "support/test_support.h"
 
@@ -160,6 +161,14 @@ TEST(Synth, ReplacesAnEarlierTreeAndRefusesOthers) {
   EXPECT_NE(r.output.find("is not empty and holds no faster synth tree"), std::string::npos)
       << r.output;
   EXPECT_EQ(test::read_file(t / "other/notes.txt"), "mine");
+  // A second synth into a tree one is writing: refused, the first one's files untouched.
+  fs::remove_all(o.out / "train" / "extra");
+  const DirectoryLock writing(o.out, "'faster synth'");
+  const auto second = test::run_faster("synth --classes 2 --images 1 --out " + o.out.string());
+  EXPECT_EQ(second.exit_code, 1) << second.output;
+  EXPECT_NE(second.output.find("another 'faster synth' is writing into"), std::string::npos)
+      << second.output;
+  EXPECT_TRUE(fs::exists(o.out / "train" / synth_class_name(1) / synth_file_name(1, 1)));
 }
 
 TEST(Synth, CliErrorsAreOneLine) {

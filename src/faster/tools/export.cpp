@@ -84,8 +84,9 @@ void check_destination_kind(const fs::path& out) {
 
 // Refuses to add to a tree made from another dataset or with other options (its finished files
 // would be kept as they are), then records this run's.
-void check_and_write_manifest(const ExportOptions& o, const nlohmann::json& identity,
-                              const std::vector<std::string>& folders, int64_t largest_split) {
+nlohmann::json check_and_write_manifest(const ExportOptions& o, const nlohmann::json& identity,
+                                        const std::vector<std::string>& folders,
+                                        int64_t largest_split) {
   const fs::path path = o.out / kExportManifest;
   const nlohmann::json options = {{"quality", o.quality}, {"limit", o.limit}};
   std::error_code ec;
@@ -115,7 +116,8 @@ void check_and_write_manifest(const ExportOptions& o, const nlohmann::json& iden
                                    {"dataset", identity},
                                    {"classes", folders},
                                    {"options", options}};
-  write_file_atomic(path, manifest.dump(1) + "\n");
+  write_manifest(path, manifest, /*complete=*/false);
+  return manifest;
 }
 
 // A re-run adds to its own tree only: anything in OUT this export would not write (a stray file, a
@@ -257,7 +259,7 @@ ExportSummary export_dataset(const ExportOptions& options) {
     FASTER_THROW("cannot create --out ", o.out.string(), ": ", ec.message());
   DirectoryLock lock(o.out, "'faster export'");
   const bool again = fs::exists(o.out / kExportManifest, ec);
-  check_and_write_manifest(o, identity, folders, largest_split);
+  const nlohmann::json manifest = check_and_write_manifest(o, identity, folders, largest_split);
   if (again) check_only_export_files(o.out, splits, folders);
   for (const Split& split : splits) {
     prepare_output_directory(split.dir);
@@ -287,6 +289,7 @@ ExportSummary export_dataset(const ExportOptions& options) {
   s.train = tt.train.n, s.val = tt.test.n;
   s.classes = static_cast<int>(folders.size());
   s.written = tally.written, s.up_to_date = tally.up_to_date, s.bytes_written = tally.bytes;
+  write_manifest(o.out / kExportManifest, manifest, /*complete=*/true);
   s.seconds = timer.seconds();
   return s;
 }

@@ -106,6 +106,11 @@ void write_file_atomic(const fs::path& final_path, const uint8_t* data, size_t s
   }
 }
 
+void write_manifest(const fs::path& path, nlohmann::json manifest, bool complete) {
+  manifest["complete"] = complete;
+  write_file_atomic(path, manifest.dump(1) + "\n");
+}
+
 nlohmann::json read_json_file(const fs::path& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return nlohmann::json();

@@ -42,6 +42,11 @@ void check_output_file(const std::filesystem::path& path, const std::string& fla
 // parents that exists is a folder that may be written.
 void check_output_dir(const std::filesystem::path& dir, const std::string& flag);
 
+// Writes a tool's manifest (data::kTreeManifests) atomically with "complete": `complete`: false
+// before the run works on its tree, true once it has finished, so that a tree a run stopped in is
+// not read as whole (data::check_tree_finished).
+void write_manifest(const std::filesystem::path& path, nlohmann::json manifest, bool complete);
+
 // The JSON in `path` (a tool's manifest); null when the file cannot be read, a discarded value when
 // it is not JSON: either way not an object, which is what the callers check.
 nlohmann::json read_json_file(const std::filesystem::path& path);

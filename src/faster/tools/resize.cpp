@@ -48,7 +48,7 @@ bool output_up_to_date(const ResizeState& state, size_t i, const fs::path& src,
 // Refuses to mix two option sets or two sources in one destination (images already done would keep
 // the old size; two trees would merge into one, their classes too), and a destination holding
 // files this tool did not write.
-void check_and_write_manifest(const ResizeOptions& o) {
+nlohmann::json check_and_write_manifest(const ResizeOptions& o) {
   const fs::path path = o.dst / kResizeManifest;
   const nlohmann::json now = {{"max_size", o.max_size}, {"quality", o.quality}};
   std::error_code ec;
@@ -74,7 +74,8 @@ void check_and_write_manifest(const ResizeOptions& o) {
                     "use a new or empty --dst");
   }
   const nlohmann::json manifest = {{"tool", "faster resize"}, {"source", source}, {"options", now}};
-  write_file_atomic(path, manifest.dump(1) + "\n");
+  write_manifest(path, manifest, /*complete=*/false);
+  return manifest;
 }
 
 // Creates the mirrored folders (parents first) and removes temporaries of an interrupted run.
@@ -222,7 +223,7 @@ ResizeSummary resize_tree(const ResizeOptions& o) {
   if (!fs::is_directory(o.dst))
     FASTER_THROW("cannot create --dst ", o.dst.string(), ": ", ec.message());
   DirectoryLock lock(o.dst, "'faster resize'");
-  check_and_write_manifest(o);
+  const nlohmann::json manifest = check_and_write_manifest(o);
   prepare_destination(o, tree);
 
   Tally tally;
@@ -257,19 +258,19 @@ ResizeSummary resize_tree(const ResizeOptions& o) {
             [](const BadImage& a, const BadImage& b) { return a.path < b.path; });
   s.report = report;
   write_report(s.report, s.bad_images);
+  write_manifest(o.dst / kResizeManifest, manifest, /*complete=*/true);
   s.seconds = timer.seconds();
   return s;
 }
 
 std::string format_summary(const ResizeSummary& s, bool copy_bad) {
-  const double done = static_cast<double>(s.downscaled + s.copied);
   char line[512];
   std::snprintf(line, sizeof line,
                 "resize: %lld images in %s (%s img/s): %lld downscaled, %lld copied, "
                 "%lld up to date, %lld bad (%s)\n"
                 "        %.1f MB in, %.1f MB out; %lld other entries ignored\n",
                 static_cast<long long>(s.files), format_duration(s.seconds).c_str(),
-                format_count(s.seconds > 0 ? done / s.seconds : 0).c_str(),
+                format_count(s.seconds > 0 ? s.files / s.seconds : 0).c_str(),
                 static_cast<long long>(s.downscaled), static_cast<long long>(s.copied),
                 static_cast<long long>(s.up_to_date), static_cast<long long>(s.bad),
                 copy_bad ? "copied unchanged" : "skipped", s.bytes_in / 1e6, s.bytes_out / 1e6,

@@ -247,14 +247,15 @@ nlohmann::json manifest_options(const SynthOptions& o) {
           {"quality", o.quality}};
 }
 
+nlohmann::json synth_manifest(const SynthOptions& o) {
+  return {{"tool", "faster synth"}, {"options", manifest_options(o)}};
+}
+
 // OUT is new, empty, or an earlier synth tree, which this run replaces: the files it does not make
 // again are deleted (from the earlier run's manifest, nothing else), then the folders that leaves
 // empty.  Anything else is refused: synth never mixes its files with others.
 void prepare_out(const SynthOptions& o, const std::vector<Job>& jobs) {
   std::error_code ec;
-  const fs::file_status st = fs::status(o.out, ec);
-  if (fs::exists(st) && !fs::is_directory(st))
-    throw Error("--out " + o.out.string() + " is a file, not a folder", "choose a new folder");
   const fs::path manifest = o.out / kSynthManifest;
   if (fs::exists(manifest, ec)) {
     const nlohmann::json before = read_json_file(manifest);
@@ -290,17 +291,12 @@ void prepare_out(const SynthOptions& o, const std::vector<Job>& jobs) {
       if (!now.count(j.path.string())) fs::remove(j.path, ec);
     for (const fs::path& dir : folders_of(earlier)) ::rmdir(dir.c_str());  // only if left empty
     for (const char* split : {"train", "val"}) ::rmdir((o.out / split).c_str());
-  } else if (fs::exists(st) && !fs::is_empty(o.out, ec)) {
+  } else if (!fs::is_empty(o.out, ec)) {
     throw Error("--out " + o.out.string() + " is not empty and holds no faster synth tree (no " +
                     kSynthManifest + ")",
                 "choose a new or empty folder: synth never mixes its files with others");
   }
-  fs::create_directories(o.out, ec);
-  if (!fs::is_directory(o.out, ec))
-    FASTER_THROW("cannot create --out ", o.out.string(), ": ", ec.message());
-  write_file_atomic(
-      manifest,
-      nlohmann::json({{"tool", "faster synth"}, {"options", manifest_options(o)}}).dump(1) + "\n");
+  write_manifest(manifest, synth_manifest(o), /*complete=*/false);
   for (const fs::path& dir : folders_of(jobs)) fs::create_directories(dir, ec);
 }
 
@@ -315,6 +311,12 @@ SynthSummary synth_dataset(const SynthOptions& o) {
   check_range("--quality", o.quality, 1, 100);
   check_workers(o.workers);
   const std::vector<Job> jobs = plan(o);
+  std::error_code ec;
+  if (fs::exists(o.out, ec) && !fs::is_directory(o.out, ec))
+    throw Error("--out " + o.out.string() + " is a file, not a folder", "choose a new folder");
+  fs::create_directories(o.out, ec);
+  if (ec) FASTER_THROW("cannot create --out ", o.out.string(), ": ", ec.message());
+  DirectoryLock lock(o.out, "'faster synth'");  // a second synth would delete this one's files
   prepare_out(o, jobs);
   const int64_t n = static_cast<int64_t>(jobs.size());
   Timer timer;
@@ -343,6 +345,7 @@ SynthSummary synth_dataset(const SynthOptions& o) {
     if (o.progress) progress.add();
   });
   if (o.progress) progress.finish();
+  write_manifest(o.out / kSynthManifest, synth_manifest(o), /*complete=*/true);
   return {n, bytes.load(), timer.seconds(), pixels.load(), width_sum.load(), height_sum.load()};
 }
 

@@ -10,9 +10,12 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <fstream>
 #include <memory>
 #include <set>
 #include <utility>
+
+#include <nlohmann/json.hpp>
 
 #include "faster/core/error.h"
 #include "faster/core/fd.h"
@@ -69,10 +72,28 @@ bool has_jpeg_extension(const std::string& name) {
   return ext == "jpg" || ext == "jpeg";
 }
 
+void check_tree_finished(const fs::path& dir) {
+  const fs::path absolute = fs::absolute(dir).lexically_normal();
+  for (const fs::path& d : {absolute, absolute.parent_path()})
+    for (const char* name : kTreeManifests) {
+      std::ifstream in(d / name);
+      if (!in) continue;
+      const auto manifest = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+      if (!manifest.is_object() || !manifest.contains("complete") || manifest["complete"] != false)
+        continue;
+      const std::string tool = manifest.value("tool", std::string("faster"));
+      throw Error(detail::concat(dir.string(), ": the '", tool, "' writing ", d.string(),
+                                 " has not finished (interrupted, or stopped by an error): "
+                                 "images are missing"),
+                  "run the same '" + tool + "' again to finish it");
+    }
+}
+
 ImageTree list_image_tree(const fs::path& root) {
   struct stat st;
   if (::stat(root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     FASTER_THROW("not a directory: ", root.string());
+  check_tree_finished(root);
   ImageTree tree;
   std::set<std::pair<dev_t, ino_t>> entered{{st.st_dev, st.st_ino}};
   const auto enter = [&](const std::string& rel, std::deque<std::string>& into) {

@@ -14,6 +14,15 @@
 
 namespace faster::data {
 
+// The manifests the tools that write trees leave in them (resize, export, synth).  Each says
+// "complete": false while its run works and true once it has finished.
+inline constexpr const char* kTreeManifests[] = {".faster-resize.json", ".faster-export.json",
+                                                 ".faster-synth.json"};
+
+// Throws faster::Error when `dir` or its parent holds a tree manifest whose run has not finished
+// (interrupted, or stopped by an error): such a tree lacks images and would read as whole.
+void check_tree_finished(const std::filesystem::path& dir);
+
 // .jpg / .jpeg in any case (ImageNet's files end in .JPEG).
 bool has_jpeg_extension(const std::string& filename);
 
@@ -37,7 +46,8 @@ struct ImageTree {
 // cannot be stat'ed (a dangling link) is listed as an image: reading it fails and names it.
 // Hidden entries are listed like the others, as torchvision's ImageFolder takes them (a hidden
 // class folder shifts the labels there too), so every tool reads a tree alike.  Throws
-// faster::Error if root is not a directory or a directory cannot be listed.
+// faster::Error if root is not a directory, a directory cannot be listed, or a tool's run writing
+// the tree has not finished (check_tree_finished).
 ImageTree list_image_tree(const std::filesystem::path& root);
 
 // Reads the whole regular file `path` into `out` (capacity reused) and fills `st` from the open
