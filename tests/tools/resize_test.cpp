@@ -252,7 +252,8 @@ TEST(Resize, OtherOptionsIntoTheSameDestinationAreRefused) {
   EXPECT_NE(damaged.output.find("is not a faster resize manifest"), std::string::npos)
       << damaged.output;
   EXPECT_EQ(read_file(t.dst / tools::kResizeManifest), "{ not json");
-  // --report is checked before any work: a folder, or the name of a mirrored image.
+  // --report is checked before any work: a folder, the name of a mirrored image, or of a folder
+  // the run is about to mirror (into a new destination).
   for (const auto& [report, why] :
        {std::pair{t.tmp.path(), "is a folder; give a file name"},
         std::pair{t.dst / "train/cat/b.jpg", "would take the place of a mirrored image"}}) {
@@ -260,6 +261,13 @@ TEST(Resize, OtherOptionsIntoTheSameDestinationAreRefused) {
     EXPECT_EQ(r.exit_code, 1) << r.output;
     EXPECT_NE(r.output.find(why), std::string::npos) << r.output;
   }
+  const fs::path fresh = t.tmp / "fresh";
+  const RunResult r = run_faster("resize --src " + quoted(t.src) + " --dst " + quoted(fresh) +
+                                 " --max-size 96 --report " + quoted(fresh / "train"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("would take the place of a mirrored image"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(fresh));
 }
 
 // Two trees into one destination would merge, their classes too; a destination holding files
@@ -284,7 +292,7 @@ TEST(Resize, AnotherSourceOrForeignFilesInTheDestinationAreRefused) {
   }
   o.dst = other.tmp / "foreign";
   fs::create_directories(o.dst);
-  write_file(o.dst / "notes.txt", "mine");
+  write_file(o.dst / "my-faster-notes.txt", "mine");  // only resize's own names are its own
   try {
     tools::resize_tree(o);
     FAIL() << "a destination with foreign files was filled";
@@ -340,6 +348,22 @@ TEST(Resize, BadImagesAreReportedSkippedOrCopiedAndSetTheExitCode) {
   EXPECT_NE(rereport.find("train/dog/p\\tng.JPEG\tnot a JPEG: a PNG image\tcopied"),
             std::string::npos)
       << rereport;
+  // The destination itself remembers its bad copies: without that report (another --report, or
+  // none), a re-run still reports them.
+  fs::remove(t.tmp / "bad.tsv");
+  const RunResult elsewhere = run_faster("resize --src " + quoted(t.src) + " --dst " +
+                                         quoted(t.tmp / "dst2") + " --max-size 96 --copy-bad");
+  EXPECT_EQ(elsewhere.exit_code, 3) << elsewhere.output;
+  EXPECT_NE(elsewhere.output.find("6 up to date, 3 bad (copied unchanged)"), std::string::npos)
+      << elsewhere.output;
+  EXPECT_NE(read_file(t.tmp / "dst2" / tools::kResizeReport).find("train/cat/truncated.JPEG	"),
+            std::string::npos);
+  // Without --copy-bad into a destination that holds copies of bad images: refused, as another
+  // --max-size is (the copies would stay and the summary say "skipped").
+  const RunResult dropped = run_faster("resize --src " + quoted(t.src) + " --dst " +
+                                       quoted(t.tmp / "dst2") + " --max-size 96");
+  EXPECT_EQ(dropped.exit_code, 1) << dropped.output;
+  EXPECT_NE(dropped.output.find("was made with options"), std::string::npos) << dropped.output;
   EXPECT_NE(run_faster("resize --help").output.find("Exit codes: 0"), std::string::npos);
 }
 

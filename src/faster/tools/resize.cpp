@@ -48,16 +48,23 @@ bool output_up_to_date(const ResizeState& state, size_t i, const fs::path& src,
 // Refuses to mix two option sets or two sources in one destination (images already done would keep
 // the old size; two trees would merge into one, their classes too), and a destination holding
 // files this tool did not write.
+// The manifest also holds the bad images earlier runs copied unchanged (path -> reason, written
+// when a run finishes): their copies look up to date, so a re-run reports them from it.
 nlohmann::json check_and_write_manifest(const ResizeOptions& o) {
   const fs::path path = o.dst / kResizeManifest;
-  const nlohmann::json now = {{"max_size", o.max_size}, {"quality", o.quality}};
+  const nlohmann::json now = {
+      {"max_size", o.max_size}, {"quality", o.quality}, {"copy_bad", o.copy_bad}};
+  nlohmann::json copied_bad = nlohmann::json::object();
   std::error_code ec;
   const std::string source = resolved(o.src).string();  // one name however it is given
   if (fs::exists(path, ec)) {
     const nlohmann::json before = read_json_file(path);
     if (!before.is_object() || before.value("tool", "") != "faster resize")
       FASTER_THROW(o.dst.string(), ": ", kResizeManifest, " is not a faster resize manifest");
-    if (before.value("options", nlohmann::json()) != now)
+    nlohmann::json options = before.value("options", nlohmann::json());
+    if (options.is_object() && !options.contains("copy_bad"))
+      options["copy_bad"] = false;  // a manifest of a faster that did not record it
+    if (options != now)
       throw Error(detail::concat(o.dst.string(), " was made with options ",
                                  before["options"].dump(), ", this run asks for ", now.dump()),
                   "use another --dst, or delete this one to start over");
@@ -65,15 +72,23 @@ nlohmann::json check_and_write_manifest(const ResizeOptions& o) {
     if (!made_from.empty() && resolved(made_from).string() != source)
       throw Error(o.dst.string() + " was made from " + made_from + ", this run reads " + source,
                   "use another --dst, or delete this one to start over");
+    if (before.contains("copied_bad") && before["copied_bad"].is_object())
+      copied_bad = before["copied_bad"];
   } else {
-    // Its own files (a lock, the manifest's temporary left by a kill) are not foreign.
+    // Its own files (the state, the report, their temporaries left by a kill) are not foreign.
+    const auto own = [](const std::string& name) {
+      for (const char* file : {kResizeManifest, kResizeState, kResizeReport})
+        if (name == file || name == temp_path_for(file).string()) return true;
+      return false;
+    };
     for (const auto& e : fs::directory_iterator(o.dst, ec))
-      if (e.path().filename().string().find("faster-") == std::string::npos)
+      if (!own(e.path().filename().string()))
         throw Error(o.dst.string() + " holds files faster resize did not write (" +
                         e.path().filename().string() + ", and no " + kResizeManifest + ")",
                     "use a new or empty --dst");
   }
-  const nlohmann::json manifest = {{"tool", "faster resize"}, {"source", source}, {"options", now}};
+  const nlohmann::json manifest = {
+      {"tool", "faster resize"}, {"source", source}, {"options", now}, {"copied_bad", copied_bad}};
   write_manifest(path, manifest, /*complete=*/false);
   return manifest;
 }
@@ -93,7 +108,8 @@ void write_report(const fs::path& path, const std::vector<BadImage>& bad) {
   write_file_atomic(path, text);
 }
 
-// The bad images an earlier run copied unchanged, from its report (path -> reason).  Their copies
+// The bad images an earlier run copied unchanged, from its report (path -> reason; a destination
+// made before the manifest kept them has them only there).  Their copies
 // look up to date (same bytes as the source), so without this a re-run would drop them from the
 // report and the count.
 std::unordered_map<std::string, std::string> copied_bad_images(const fs::path& report) {
@@ -204,8 +220,10 @@ void validate(const ResizeOptions& o) {
   // place of a mirrored image or folder.
   if (!o.report.empty() && !is_inside(o.report, o.dst)) {
     check_output_file(o.report, "--report");
-  } else if (!o.report.empty() && (fs::is_directory(o.report, ec) ||
-                                   data::has_jpeg_extension(o.report.filename().string()))) {
+  } else if (!o.report.empty() &&
+             (fs::is_directory(o.report, ec) ||
+              data::has_jpeg_extension(o.report.filename().string()) ||
+              fs::exists(o.src / resolved(o.report).lexically_relative(resolved(o.dst)), ec))) {
     FASTER_THROW("--report ", o.report.string(),
                  " would take the place of a mirrored image or folder: give it another name");
   }
@@ -223,12 +241,14 @@ ResizeSummary resize_tree(const ResizeOptions& o) {
   if (!fs::is_directory(o.dst))
     FASTER_THROW("cannot create --dst ", o.dst.string(), ": ", ec.message());
   DirectoryLock lock(o.dst, "'faster resize'");
-  const nlohmann::json manifest = check_and_write_manifest(o);
+  nlohmann::json manifest = check_and_write_manifest(o);
   prepare_destination(o, tree);
 
   Tally tally;
   const fs::path report = o.report.empty() ? o.dst / kResizeReport : o.report;
   tally.copied_earlier = copied_bad_images(report);
+  for (const auto& [path, reason] : manifest["copied_bad"].items())
+    if (reason.is_string()) tally.copied_earlier.emplace(path, reason.get<std::string>());
   for (const auto& entry : tree.not_files)  // never opened: reading a FIFO would wait forever
     tally.add_bad(entry.path, "not a regular file (" + entry.kind + ")", /*copied=*/false);
   const int64_t n = static_cast<int64_t>(tree.images.size());
@@ -258,6 +278,9 @@ ResizeSummary resize_tree(const ResizeOptions& o) {
             [](const BadImage& a, const BadImage& b) { return a.path < b.path; });
   s.report = report;
   write_report(s.report, s.bad_images);
+  manifest["copied_bad"] = nlohmann::json::object();
+  for (const auto& b : s.bad_images)
+    if (b.copied) manifest["copied_bad"][b.path] = b.reason;
   write_manifest(o.dst / kResizeManifest, manifest, /*complete=*/true);
   s.seconds = timer.seconds();
   return s;
