@@ -36,8 +36,22 @@ void apply(LoadFlags& f) {
     FASTER_USAGE_ERROR(
         "--cpu-share splits the images between the CPU and nvJPEG: it needs "
         "--decode nvjpeg");
-  if (given("--val-resize") && !f.val)
-    FASTER_USAGE_ERROR("--val-resize is the validation transform's: it needs --val");
+  for (const char* flag : {"--val-resize", "--val-size"})
+    if (given(flag) && !f.val)
+      FASTER_USAGE_ERROR(flag, " is the validation transform's: it needs --val");
+  if (given("--size") && f.val)
+    FASTER_USAGE_ERROR("--size is the training crop's; --val crops to --val-size");
+  if (given("--floor-images") && f.bench.floor_samples == 0 && f.bench.decode_only)
+    FASTER_USAGE_ERROR("--decode-only measures the decode floor alone: --floor-images 0 skips it");
+  // --decode-only times no pipeline: the pipeline's flags would go unused.
+  if (f.bench.decode_only)
+    for (const char* flag : {"--batches", "--epochs", "--warmup", "--batch", "--workers", "--cold",
+                             "--size", "--val-resize", "--val-size", "--output", "--layout",
+                             "--decode", "--cpu-share", "--nvjpeg-threads"})
+      if (given(flag))
+        FASTER_USAGE_ERROR(flag,
+                           " is the pipeline's; --decode-only times one core's full-size "
+                           "decoding alone (of --floor-images images; --val: of the val split)");
 }
 
 void add_load(CLI::App& root, int& exit_code) {
