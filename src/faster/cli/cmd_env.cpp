@@ -13,6 +13,7 @@ void add_env(CLI::App& root, int& exit_code) {
       "Print the environment as JSON: faster, LibTorch, CUDA, cuDNN and NCCL (builds with CUDA), "
       "GPUs, CPU (torch_default_threads is LibTorch's own default; train uses the usable cores), "
       "OS.");
+  cmd->footer("Exit codes: 0 done; 2 a usage error (docs/exit_codes.md).");
   cmd->callback([&exit_code] {
     std::printf("%s\n", env_info().dump(2).c_str());
     exit_code = 0;

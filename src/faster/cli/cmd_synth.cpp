@@ -30,6 +30,10 @@ void add_synth(CLI::App& root, int& exit_code) {
   add_seed_option(cmd, o->seed, "Seed: the same seed gives the same files");
   cmd->add_option("--quality", o->quality, "JPEG quality, 1-100")->capture_default_str();
   cmd->add_option("--workers", o->workers, "Threads (0: all cores)")->capture_default_str();
+  cmd->footer(
+      "Exit codes: 0 done; 1 stopped by an error (an --out that cannot be written or holds other "
+      "files, a full disk; an interrupted tree is refused by every reader until a re-run "
+      "finishes it); 2 a usage error, nothing done (docs/exit_codes.md).");
   cmd->callback([o, &exit_code] {
     const tools::SynthSummary s = tools::synth_dataset(*o);
     const double n = static_cast<double>(std::max<int64_t>(1, s.files));

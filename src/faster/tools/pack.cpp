@@ -141,6 +141,7 @@ void validate(const PackOptions& o) {
     throw Error(detail::concat("--out ", o.out.string(), " already exists"),
                 "remove it or choose another name: pack never overwrites a database");
   check_separate_trees(o.src, o.out, "--out");
+  check_output_dir(o.out, "--out");  // its temporary is made beside it, with its parents
 }
 
 // Removes the temporary database unless the pack got as far as renaming it.

@@ -180,11 +180,16 @@ std::string format_report(const VerifyReport& r, const fs::path& db) {
   if (!r.damaged_pages.empty())
     return detail::concat("verify ", db.string(), ": DAMAGED: ", r.damaged_pages, "\n");
   char line[512];
-  std::snprintf(
-      line, sizeof line, "verify %s: %lld records (metadata: %lld), %lld classes, %.1f MB",
-      db.string().c_str(), static_cast<long long>(r.records), static_cast<long long>(r.expected),
-      static_cast<long long>(r.classes), r.image_bytes / 1e6);
+  std::snprintf(line, sizeof line, "verify %s: %lld records", db.string().c_str(),
+                static_cast<long long>(r.records));
   std::string out = line;
+  // No metadata record (an unfinished database): no count or classes to state.
+  if (r.expected >= 0)
+    out += detail::concat(" (metadata: ", r.expected, "), ", r.classes, " classes");
+  else
+    out += " (no metadata record)";
+  std::snprintf(line, sizeof line, ", %.1f MB", r.image_bytes / 1e6);
+  out += line;
   if (r.ok()) return out + ": OK\n";
   out += detail::concat(": DAMAGED (", r.damaged, " bad records)\n");
   for (const auto& p : r.problems) out += "  " + p + "\n";

@@ -314,6 +314,7 @@ SynthSummary synth_dataset(const SynthOptions& o) {
   std::error_code ec;
   if (fs::exists(o.out, ec) && !fs::is_directory(o.out, ec))
     throw Error("--out " + o.out.string() + " is a file, not a folder", "choose a new folder");
+  check_output_dir(o.out, "--out");
   fs::create_directories(o.out, ec);
   if (ec) FASTER_THROW("cannot create --out ", o.out.string(), ": ", ec.message());
   DirectoryLock lock(o.out, "'faster synth'");  // a second synth would delete this one's files
