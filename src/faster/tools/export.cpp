@@ -22,6 +22,7 @@
 #include "faster/core/timer.h"
 #include "faster/data/decode/jpeg_encoder.h"
 #include "faster/tools/file_io.h"
+#include "faster/tools/image_loop.h"
 #include "faster/tools/tree.h"
 
 namespace faster::tools {
@@ -273,16 +274,12 @@ ExportSummary export_dataset(const ExportOptions& options) {
   Tally tally;
   const int64_t n = tt.train.n + tt.test.n;
   std::vector<Worker> workers(static_cast<size_t>(worker_count(o.workers, n)));
-  {
-    std::optional<Progress> progress;
-    if (o.progress) progress.emplace("export", n, "img");
-    parallel_for(static_cast<int>(workers.size()), n, [&](int worker, int64_t i) {
-      const bool train = i < tt.train.n;
-      export_one(splits[train ? 0 : 1], folders, train ? i : i - tt.train.n, encode,
-                 workers[static_cast<size_t>(worker)], tally);
-      if (progress) progress->add();
-    });
-  }
+  for_each_image("export", static_cast<int>(workers.size()), n, o.progress,
+                 [&](int worker, int64_t i) {
+                   const bool train = i < tt.train.n;
+                   export_one(splits[train ? 0 : 1], folders, train ? i : i - tt.train.n, encode,
+                              workers[static_cast<size_t>(worker)], tally);
+                 });
 
   ExportSummary s;
   s.dataset = tt.train.name.substr(0, tt.train.name.rfind('/'));

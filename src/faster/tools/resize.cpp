@@ -23,6 +23,7 @@
 #include "faster/data/sources/image_tree.h"
 #include "faster/tools/downscale.h"
 #include "faster/tools/file_io.h"
+#include "faster/tools/image_loop.h"
 #include "faster/tools/resize_state.h"
 #include "faster/tools/tree.h"
 
@@ -254,15 +255,12 @@ ResizeSummary resize_tree(const ResizeOptions& o) {
   const int64_t n = static_cast<int64_t>(tree.images.size());
   ResizeState state(o.dst / kResizeState, tree.images);
   std::vector<Worker> workers(static_cast<size_t>(worker_count(o.workers, n)));
-  {
-    std::optional<Progress> progress;
-    if (o.progress) progress.emplace("resize", n, "img");
-    parallel_for(static_cast<int>(workers.size()), n, [&](int worker, int64_t i) {
-      const auto index = static_cast<size_t>(i);
-      resize_one(o, tree.images[index], index, state, workers[static_cast<size_t>(worker)], tally);
-      if (progress) progress->add();
-    });
-  }
+  for_each_image("resize", static_cast<int>(workers.size()), n, o.progress,
+                 [&](int worker, int64_t i) {
+                   const auto index = static_cast<size_t>(i);
+                   resize_one(o, tree.images[index], index, state,
+                              workers[static_cast<size_t>(worker)], tally);
+                 });
   const int64_t removed = state.remove_stale(o.dst, tree.dirs);
   state.compact();
 

@@ -21,6 +21,7 @@
 #include "faster/core/timer.h"
 #include "faster/data/decode/jpeg_encoder.h"
 #include "faster/tools/file_io.h"
+#include "faster/tools/image_loop.h"
 
 namespace faster::tools {
 namespace fs = std::filesystem;
@@ -322,7 +323,6 @@ SynthSummary synth_dataset(const SynthOptions& o) {
   const int64_t n = static_cast<int64_t>(jobs.size());
   Timer timer;
   std::atomic<int64_t> bytes{0}, pixels{0}, width_sum{0}, height_sum{0};
-  Progress progress("synth", n, "img");
   struct Worker {  // each thread's encoder and buffers, reused from image to image
     data::JpegEncoder encoder;
     data::ImageBuffer image;
@@ -331,21 +331,20 @@ SynthSummary synth_dataset(const SynthOptions& o) {
   std::vector<Worker> workers(static_cast<size_t>(worker_count(o.workers, n)));
   data::JpegEncodeOptions opts;
   opts.quality = o.quality;
-  parallel_for(static_cast<int>(workers.size()), n, [&](int worker, int64_t i) {
-    Worker& w = workers[static_cast<size_t>(worker)];
-    const Job& job = jobs[static_cast<size_t>(i)];
-    int width, height;
-    synth_size(o.seed, job.index, width, height);
-    render_synth_image(o.seed, job.label, job.index, width, height, w.image);
-    w.encoder.encode(w.image.view(), opts, w.encoded);
-    write_file_atomic(job.path, w.encoded.data(), w.encoded.size());  // never half-written
-    bytes += static_cast<int64_t>(w.encoded.size());
-    pixels += int64_t{width} * height;
-    width_sum += width;
-    height_sum += height;
-    if (o.progress) progress.add();
-  });
-  if (o.progress) progress.finish();
+  for_each_image(
+      "synth", static_cast<int>(workers.size()), n, o.progress, [&](int worker, int64_t i) {
+        Worker& w = workers[static_cast<size_t>(worker)];
+        const Job& job = jobs[static_cast<size_t>(i)];
+        int width, height;
+        synth_size(o.seed, job.index, width, height);
+        render_synth_image(o.seed, job.label, job.index, width, height, w.image);
+        w.encoder.encode(w.image.view(), opts, w.encoded);
+        write_file_atomic(job.path, w.encoded.data(), w.encoded.size());  // never half-written
+        bytes += static_cast<int64_t>(w.encoded.size());
+        pixels += int64_t{width} * height;
+        width_sum += width;
+        height_sum += height;
+      });
   write_manifest(o.out / kSynthManifest, synth_manifest(o), /*complete=*/true);
   return {n, bytes.load(), timer.seconds(), pixels.load(), width_sum.load(), height_sum.load()};
 }
