@@ -125,10 +125,11 @@ int64_t bytes_to_do(const fs::path& src, const fs::path& dst) {
 }
 
 // kill -9 (no handler runs: only the write protocol keeps names clean) early, with the destination
-// just set up; in the middle, half the sources read; late, all but the last large one read.  Each
-// run resumes the last; a fourth finishes.  After every kill each output under its final name
-// decodes whole at its size (a copy has the source's bytes) and bad images have none; the last run
-// counts exactly those outputs up to date, makes the rest once, and its counts add up to the tree.
+// just set up; in the middle, half the sources read; late, all but the last large one read (and a
+// Ctrl-C after the first).  Each run resumes the last; a fifth finishes.  After every kill each
+// output under its final name decodes whole at its size (a copy has the source's bytes) and bad
+// images have none; the last run counts exactly those outputs up to date, makes the rest once, and
+// its counts add up to the tree.
 TEST(Resize, RunsKilledEarlyMiddleAndLateResumeAndAddUp) {
   TempDir tmp;
   const fs::path src = tmp / "src", dst = tmp / "dst";
@@ -165,6 +166,16 @@ TEST(Resize, RunsKilledEarlyMiddleAndLateResumeAndAddUp) {
     return fs::exists(dst / tools::kResizeManifest);
   })) << read_file(tmp / "log");
   const int early = complete_outputs("killed early");
+  // Ctrl-C stops between images, says how far the run got and how to go on, and exits 130.
+  const int code = signal_when(cmd, tmp / "log", reading(bytes_to_do(src, dst) / 4), SIGINT);
+  const std::string interrupted = read_file(tmp / "log");
+  EXPECT_EQ(code, 130) << interrupted;
+  EXPECT_NE(interrupted.find("faster: error: interrupted (SIGINT) after "), std::string::npos)
+      << interrupted;
+  EXPECT_NE(interrupted.find("run the same 'faster resize' again to finish the tree"),
+            std::string::npos)
+      << interrupted;
+  EXPECT_GE(complete_outputs("stopped by Ctrl-C"), early);
   ASSERT_TRUE(kill_when(cmd, tmp / "log", reading(bytes_to_do(src, dst) / 2)));
   const int middle = complete_outputs("killed in the middle");
   EXPECT_GT(middle, early);

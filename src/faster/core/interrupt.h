@@ -42,4 +42,12 @@ class Interrupted : public Error {
 // "SIGINT" or "SIGTERM" (or "signal N").
 std::string signal_name(int signal);
 
+// Where work checks between its items: throws Interrupted ("interrupted (SIGINT) " + where())
+// once an InterruptScope has caught a signal; `where` is called only then.
+template <typename Where>
+void stop_if_interrupted(Where&& where, const std::string& hint) {
+  if (const int signal = InterruptScope::received())
+    throw Interrupted(signal, "interrupted (" + signal_name(signal) + ") " + where(), hint);
+}
+
 }  // namespace faster

@@ -225,11 +225,12 @@ void write_all(const PackOptions& o, const data::FolderSource& source, int worke
   s.class_counts.assign(source.classes().size(), 0);
   for (int64_t i = 0; i < n; ++i) {
     // Ctrl-C: the temporary database goes (TempDbGuard); a database is never left half-packed.
-    if (const int signal = InterruptScope::received())
-      throw Interrupted(signal,
-                        detail::concat("interrupted (", signal_name(signal), ") after ", i, " of ",
-                                       n, " images: nothing written to ", o.out.string()),
-                        "pack starts over when run again");
+    stop_if_interrupted(
+        [&] {
+          return detail::concat("after ", i, " of ", n, " images: nothing written to ",
+                                o.out.string());
+        },
+        "pack starts over when run again");
     Slot* slot = ring.wait(i);
     if (!slot) break;  // a worker failed: join() below rethrows its error
     if (slot->state == Slot::State::kBad) {
