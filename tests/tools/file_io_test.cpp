@@ -89,5 +89,16 @@ TEST(Tree, RefusesSameOrNestedTreesEitherWay) {
   }
 }
 
+// A path whose prefix cannot be examined (here a symlink loop) keeps its own name, made absolute:
+// it was an empty path, equal to every other such path, so two outputs compared as one file.
+TEST(Tree, ResolvedKeepsPathsItCannotExamineApart) {
+  test::TempDir t;
+  fs::create_symlink("b", t / "a");
+  fs::create_symlink("a", t / "b");
+  EXPECT_EQ(resolved(t / "a" / "x"), t.path() / "a" / "x");
+  EXPECT_NE(resolved(t / "a" / "x"), resolved(t / "a" / "y"));
+  EXPECT_EQ(resolved(t / "a" / "x"), resolved(t / "a" / "." / "x"));
+}
+
 }  // namespace
 }  // namespace faster::tools

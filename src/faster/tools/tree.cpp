@@ -20,7 +20,11 @@ bool inside(const fs::path& inner, const fs::path& outer) {
 
 fs::path resolved(const fs::path& p) {
   std::error_code ec;
-  return fs::weakly_canonical(fs::absolute(p), ec);
+  const fs::path absolute = fs::absolute(p, ec).lexically_normal();
+  const fs::path canonical = fs::weakly_canonical(absolute, ec);
+  // A prefix that cannot be examined (no permission to search it): the path as written, made
+  // absolute, rather than an empty path, which would equal every other such path.
+  return ec ? absolute : canonical;
 }
 
 bool is_inside(const fs::path& path, const fs::path& dir) {
