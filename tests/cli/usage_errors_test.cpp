@@ -146,6 +146,8 @@ TEST(UsageErrors, TrainRangesAndCombinations) {
       {t + " --res 32 --res-end 64", "--res-end needs --res-ramp A:B"},
       {t + " --res 32 --res-ramp 1:2", "--res-ramp needs --res-end"},
       {t + " --lr-steps 2", "--lr-steps needs --lr-decay step"},
+      {t + " --alternate-flips", "--alternate-flips alternates --flip's flips, and flips are off"},
+      {t + " --res 32 --flip on --alternate-flips", "crops flip at random"},
       {t + " --recipe fast", "--recipe"},
       {t + " --model resnet7", "--model 'resnet7' is not a model faster knows"},
       {"train --device tpu", "--device 'tpu' is not a device"},

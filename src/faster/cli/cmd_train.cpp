@@ -494,6 +494,15 @@ void resolve_flags(TrainFlags& f) {
           "--crop-scale is the random-resized crop's; a small dataset as stored is not cropped "
           "(--res N crops it)");
   }
+  if (f.given("--alternate-flips") && o.alternate_flips) {
+    if (!arrays || o.res.res != 0)
+      FASTER_USAGE_ERROR(
+          "--alternate-flips alternates the flips of a small dataset as stored (--res 0); "
+          "crops flip at random");
+    if (o.flip == train::Flip::kOff)
+      FASTER_USAGE_ERROR(
+          "--alternate-flips alternates --flip's flips, and flips are off (--flip on)");
+  }
   if (!f.lr_steps.empty() && o.schedule.decay != train::LrDecay::kStep)
     FASTER_USAGE_ERROR("--lr-steps needs --lr-decay step");
   for (const char* flag : {"--muon-momentum", "--muon-steps"})
