@@ -5,6 +5,10 @@ each, global max-pool, linear), data resident on the GPU as uint8, shifts of 2 p
 per epoch on the GPU, bf16 autocast, channels_last, Nesterov SGD on a triangle schedule, label
 smoothing 0.2, weight decay off norms and biases, flip test-time augmentation, one test pass at the
 end.  --compile adds torch.compile (its compile time counts: the clock starts with the process).
+--cuda-graph captures the training step (forward, backward, the update) in a CUDA graph after
+three eager steps, as PyTorch's whole-network capture recipe does, the rate a device tensor the
+schedule writes before each replay; the SGD update is then torch.optim.SGD's written with foreach
+ops (sgd_update), since torch.optim.SGD reads a Python rate.
 --muon-lr R trains the conv filters with Muon as airbench94_muon does (Nesterov momentum
 --muon-momentum, 3 Newton-Schulz steps in bf16, each filter bank's norm reset to sqrt(out channels),
 no weight decay), as `faster train --muon-lr R` does.
@@ -13,8 +17,8 @@ Prints one line: RESULT seed=S acc=A process_s=P train_s=T epochs=E (P: from the
 read from /proc/self/stat as faster does, to the end of the test pass).  --curve FILE tests after
 every epoch, as `faster train --eval-every 1` does (the passes count in the time), and writes one
 "process_seconds accuracy" line per epoch: the peer curve of `faster bench --tta-peer FILE`.
-Usage: python3 speedrun_peer.py --data FMNIST_DIR [--seed 0] [--epochs 10] [--compile] [--flip auto]
-       [--curve FILE]
+Usage: python3 speedrun_peer.py --data FMNIST_DIR [--seed 0] [--epochs 11] [--compile | --cuda-graph]
+       [--flip auto] [--curve FILE]
 """
 import argparse, gzip, os, time
 
@@ -92,15 +96,28 @@ class Muon(torch.optim.Optimizer):
     def __init__(s, params, lr, momentum, steps):
         super().__init__(params, dict(lr=lr, momentum=momentum, steps=steps))
     @torch.no_grad()
-    def step(s):
+    def step(s, lr=None):  # lr: a device tensor for the group's rate (a CUDA graph's), else its own
         for group in s.param_groups:
             for p in group['params']:
                 if p.grad is None: continue
-                buf = s.state[p].setdefault('buf', torch.zeros_like(p.grad))
+                if 'buf' not in s.state[p]: s.state[p]['buf'] = torch.zeros_like(p.grad)
+                buf = s.state[p]['buf']
                 buf.mul_(group['momentum']).add_(p.grad)
                 u = p.grad + group['momentum'] * buf
                 p.mul_(p.size(0) ** 0.5 / p.norm())
-                p.add_(newton_schulz(u.reshape(len(u), -1), group['steps']).view_as(p), alpha=-group['lr'])
+                o = newton_schulz(u.reshape(len(u), -1), group['steps']).view_as(p)
+                if lr is None: p.add_(o, alpha=-group['lr'])
+                else: p.sub_(o.mul_(lr))
+
+@torch.no_grad()
+def sgd_update(params, bufs, lr, momentum, wds):
+    """torch.optim.SGD's Nesterov step (weight decay added to the gradient, then d + momentum * buf)
+    with the rate a device tensor: capturable in a CUDA graph, the rate written before each replay."""
+    d = [p.grad.add(p, alpha=wd) if wd else p.grad for p, wd in zip(params, wds)]
+    torch._foreach_mul_(bufs, momentum); torch._foreach_add_(bufs, d)
+    update = torch._foreach_add(d, bufs, alpha=momentum)
+    torch._foreach_mul_(update, lr)
+    torch._foreach_sub_(params, update)
 
 def shift_flip(padded, pad, flip, gen):
     n, c, ph, pw = padded.shape; h, w = ph - 2 * pad, pw - 2 * pad
@@ -116,12 +133,13 @@ def shift_flip(padded, pad, flip, gen):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--data', required=True); ap.add_argument('--seed', type=int, default=0)
-    ap.add_argument('--epochs', type=int, default=10); ap.add_argument('--batch', type=int, default=512)
+    ap.add_argument('--epochs', type=int, default=11); ap.add_argument('--batch', type=int, default=512)
     ap.add_argument('--lr', type=float, default=0.4); ap.add_argument('--wd', type=float, default=5e-4)
     ap.add_argument('--smoothing', type=float, default=0.2); ap.add_argument('--translate', type=int, default=2)
     ap.add_argument('--filters', default='64,128,256'); ap.add_argument('--blocks', default='1,1,1')
     ap.add_argument('--flip', default='auto', choices=['auto', 'on', 'off'])
     ap.add_argument('--compile', action='store_true'); ap.add_argument('--no-tta', action='store_true')
+    ap.add_argument('--cuda-graph', action='store_true', help='capture the training step in a CUDA graph')
     ap.add_argument('--train-whitening', action='store_true', help='train the whitened stem too')
     ap.add_argument('--curve', help='write "process_seconds accuracy" after every epoch to this file')
     ap.add_argument('--muon-lr', type=float, default=0, help='Muon for the conv filters at this rate (0: SGD)')
@@ -130,6 +148,8 @@ def main():
     a = ap.parse_args()
     if a.muon_lr > 0 and a.train_whitening:  # as faster refuses it: no BatchNorm follows the stem
         ap.error('--muon-lr needs the stem frozen (no --train-whitening)')
+    if a.compile and a.cuda_graph:
+        ap.error('--compile or --cuda-graph, not both')
     torch.manual_seed(a.seed)
     dev = torch.device('cuda')
     torch.backends.cudnn.benchmark = False
@@ -175,14 +195,48 @@ def main():
                 correct += (out.argmax(1) == test_y[i:i + a.batch]).sum()
         return 100.0 * correct.item() / test_y.numel()
 
+    if a.cuda_graph:  # the step's tensors live at fixed addresses: inputs copied in, rates written
+        params = [p for g in opt.param_groups for p in g['params']]
+        wds = [g['weight_decay'] for g in opt.param_groups for _ in g['params']]
+        bufs = [torch.zeros_like(p) for p in params]
+        lr_t, muon_lr_t = torch.zeros((), device=dev), torch.zeros((), device=dev)
+        static_x = torch.zeros((a.batch,) + tuple(test_x.shape[1:]), dtype=torch.uint8, device=dev)
+        static_y = torch.zeros(a.batch, dtype=torch.long, device=dev)
+        side, graph = torch.cuda.Stream(), None
+
+        def graph_step():  # autocast's weight cache cannot live across a capture
+            x = static_x.float().div_(255).contiguous(memory_format=torch.channels_last)
+            with torch.autocast('cuda', dtype=torch.bfloat16, cache_enabled=False):
+                loss = crit(model(x), static_y)
+            loss.backward()
+            sgd_update(params, bufs, lr_t, 0.9, wds)
+            if muon: muon.step(lr=muon_lr_t)
+
     curve = open(a.curve, 'w') if a.curve else None
     t0 = time.perf_counter()
+    step = 0
     for epoch in range(a.epochs):
         model.train()
         perm = torch.randperm(train_y.numel(), device=dev, generator=gen)
         xs = shift_flip(train_x[perm], pad, flip, gen) if (pad or flip) else train_x[perm]
         ys = train_y[perm]
         for i in range(steps_per_epoch):
+            if a.cuda_graph:
+                static_x.copy_(xs[i * a.batch:(i + 1) * a.batch]); static_y.copy_(ys[i * a.batch:(i + 1) * a.batch])
+                lr_t.fill_(a.lr * factor(step)); muon_lr_t.fill_(a.muon_lr * factor(step))
+                if step < 3:  # eager on a side stream first, as the capture recipe asks
+                    side.wait_stream(torch.cuda.current_stream())
+                    with torch.cuda.stream(side):
+                        model.zero_grad(set_to_none=True); graph_step()
+                    torch.cuda.current_stream().wait_stream(side)
+                else:
+                    if graph is None:
+                        model.zero_grad(set_to_none=True)  # the graph's own gradients
+                        graph = torch.cuda.CUDAGraph()
+                        with torch.cuda.graph(graph): graph_step()
+                    graph.replay()
+                step += 1
+                continue
             x = xs[i * a.batch:(i + 1) * a.batch].float().div_(255).contiguous(memory_format=torch.channels_last)
             with torch.autocast('cuda', dtype=torch.bfloat16):
                 loss = crit(fwd(x), ys[i * a.batch:(i + 1) * a.batch])
@@ -197,7 +251,8 @@ def main():
     else: acc = test_accuracy()
     train_s = time.perf_counter() - t0
     print(f'RESULT seed={a.seed} acc={acc:.2f} process_s={process_seconds():.3f} train_s={train_s:.3f} '
-          f'epochs={a.epochs} compile={int(a.compile)} flip={int(flip)} muon_lr={a.muon_lr}', flush=True)
+          f'epochs={a.epochs} compile={int(a.compile)} cuda_graph={int(a.cuda_graph)} flip={int(flip)} '
+          f'muon_lr={a.muon_lr}', flush=True)
 
 if __name__ == '__main__':
     main()
