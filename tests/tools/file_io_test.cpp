@@ -98,6 +98,11 @@ TEST(Tree, ResolvedKeepsPathsItCannotExamineApart) {
   EXPECT_EQ(resolved(t / "a" / "x"), t.path() / "a" / "x");
   EXPECT_NE(resolved(t / "a" / "x"), resolved(t / "a" / "y"));
   EXPECT_EQ(resolved(t / "a" / "x"), resolved(t / "a" / "." / "x"));
+  // A link is followed before "..": L/.. is the parent of L's target (a lexical ".." first made
+  // two names of one file differ, and --save and --json then wrote one file).
+  fs::create_directories(t / "deep" / "er");
+  fs::create_symlink(t / "deep" / "er", t / "link");
+  EXPECT_EQ(resolved(t / "link" / ".." / "same"), resolved(t / "deep" / "same"));
 }
 
 }  // namespace
