@@ -84,10 +84,9 @@ void check_destination_kind(const fs::path& out) {
 }
 
 // Refuses to add to a tree made from another dataset or with other options (its finished files
-// would be kept as they are), then records this run's.
-nlohmann::json check_and_write_manifest(const ExportOptions& o, const nlohmann::json& identity,
-                                        const std::vector<std::string>& folders,
-                                        int64_t largest_split) {
+// would be kept as they are); returns this run's manifest.
+nlohmann::json checked_manifest(const ExportOptions& o, const nlohmann::json& identity,
+                                const std::vector<std::string>& folders, int64_t largest_split) {
   const fs::path path = o.out / kExportManifest;
   const nlohmann::json options = {{"quality", o.quality}, {"limit", o.limit}};
   std::error_code ec;
@@ -117,7 +116,6 @@ nlohmann::json check_and_write_manifest(const ExportOptions& o, const nlohmann::
                                    {"dataset", identity},
                                    {"classes", folders},
                                    {"options", options}};
-  write_manifest(path, manifest, /*complete=*/false);
   return manifest;
 }
 
@@ -260,8 +258,10 @@ ExportSummary export_dataset(const ExportOptions& options) {
     FASTER_THROW("cannot create --out ", o.out.string(), ": ", ec.message());
   DirectoryLock lock(o.out, "'faster export'");
   const bool again = fs::exists(o.out / kExportManifest, ec);
-  const nlohmann::json manifest = check_and_write_manifest(o, identity, folders, largest_split);
+  const nlohmann::json manifest = checked_manifest(o, identity, folders, largest_split);
   if (again) check_only_export_files(o.out, splits, folders);
+  // Every check passed: from here the tree is being written, unfinished until the end.
+  write_manifest(o.out / kExportManifest, manifest, /*complete=*/false);
   for (const Split& split : splits) {
     prepare_output_directory(split.dir);
     // Every class gets its folder, even one that --limit leaves empty: labels stay the same.

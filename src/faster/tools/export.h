@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "faster/data/sources/array_dataset.h"
+#include "faster/data/sources/image_tree.h"
 
 namespace faster::tools {
 
@@ -63,6 +64,6 @@ std::vector<std::string> class_folder_names(const std::vector<std::string>& name
 std::string export_file_name(int64_t index, int64_t count);
 
 // Where export records the dataset and options a tree holds, to refuse a different re-run.
-constexpr const char* kExportManifest = ".faster-export.json";
+constexpr const char* kExportManifest = data::kTreeManifests[1];  // readers check it
 
 }  // namespace faster::tools

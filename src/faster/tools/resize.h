@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "faster/data/sources/image_tree.h"
+
 namespace faster::tools {
 
 struct ResizeOptions {
@@ -46,7 +48,7 @@ ResizeSummary resize_tree(const ResizeOptions& options);
 std::string format_summary(const ResizeSummary& summary, bool copy_bad);
 
 // Where resize keeps its options, to refuse a re-run with different ones into the same folder.
-constexpr const char* kResizeManifest = ".faster-resize.json";
+constexpr const char* kResizeManifest = data::kTreeManifests[0];  // readers check it
 constexpr const char* kResizeReport = ".faster-resize-report.tsv";
 // What each output was made from (tools/resize_state.h), to redo exactly the changed ones.
 constexpr const char* kResizeState = ".faster-resize-state.tsv";

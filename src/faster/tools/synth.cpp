@@ -20,6 +20,7 @@
 #include "faster/core/progress.h"
 #include "faster/core/timer.h"
 #include "faster/data/decode/jpeg_encoder.h"
+#include "faster/data/sources/image_tree.h"
 #include "faster/tools/file_io.h"
 #include "faster/tools/image_loop.h"
 
@@ -230,7 +231,7 @@ std::vector<Job> plan(const SynthOptions& o) {
   return jobs;
 }
 
-constexpr const char* kSynthManifest = ".faster-synth.json";
+constexpr const char* kSynthManifest = data::kTreeManifests[2];  // readers check it
 
 // The class folders of a plan, once each (its jobs come folder by folder).
 std::vector<fs::path> folders_of(const std::vector<Job>& jobs) {

@@ -73,8 +73,12 @@ bool has_jpeg_extension(const std::string& name) {
 }
 
 void check_tree_finished(const fs::path& dir) {
-  const fs::path absolute = fs::absolute(dir).lexically_normal();
-  for (const fs::path& d : {absolute, absolute.parent_path()})
+  // The folder itself, however it is named (a trailing "/" or "/.", a link to it), and its parent.
+  std::error_code ec;
+  fs::path folder = fs::weakly_canonical(fs::absolute(dir), ec);
+  if (ec) folder = fs::absolute(dir).lexically_normal();
+  if (!folder.has_filename()) folder = folder.parent_path();  // "a/b/" -> "a/b"
+  for (const fs::path& d : {folder, folder.parent_path()})
     for (const char* name : kTreeManifests) {
       std::ifstream in(d / name);
       if (!in) continue;
