@@ -12,6 +12,7 @@
 #include "faster/tools/downscale.h"
 #include "faster/tools/file_io.h"
 #include "faster/tools/resize.h"
+#include "faster/tools/resize_state.h"
 #include "tools/tool_fixtures.h"
 
 namespace faster::test {
@@ -217,6 +218,39 @@ TEST(Resize, RunsKilledEarlyMiddleAndLateResumeAndAddUp) {
   EXPECT_EQ(manifest.value("complete", false), true) << manifest.dump();
   tools::write_manifest(dst / tools::kResizeManifest, manifest, /*complete=*/false);
   EXPECT_THROW(data::list_image_tree(dst / a_class), Error);
+  // However the split is named: a trailing separator, "/.", a link to it.
+  EXPECT_THROW(data::list_image_tree((dst / a_class).string() + "/"), Error);
+  EXPECT_THROW(data::list_image_tree(dst / a_class / "."), Error);
+  fs::create_directory_symlink(dst / a_class, tmp / "link");
+  EXPECT_THROW(data::list_image_tree(tmp / "link"), Error);
+}
+
+// A bad image's copy is journalled with its reason as it is made (a tab in it escaped), so a run
+// that ends any way at all (an error, Ctrl-C, kill -9) leaves the reason for the next run to
+// report; compacting keeps it, and an image made well has none.
+TEST(Resize, TheJournalKeepsWhyACopyIsOfABadImage) {
+  TempDir t;
+  write_file(t / "file", "x");
+  struct stat st;
+  ASSERT_EQ(::stat((t / "file").c_str(), &st), 0);
+  const std::vector<std::string> images = {"a/bad.jpg", "b/good.jpg"};
+  const fs::path journal = t / "journal.tsv";
+  const std::string why = "not a JPEG:\ta PNG image";
+  {
+    tools::ResizeState state(journal, images);
+    state.record(0, st, st, why);
+    state.record(1, st, st);
+  }  // no compact(): as a run that stopped
+  {
+    tools::ResizeState state(journal, images);
+    EXPECT_EQ(state.bad_copy(0), why);
+    EXPECT_EQ(state.bad_copy(1), "");
+    EXPECT_TRUE(state.up_to_date(0, st, st));
+    state.compact();
+  }
+  const tools::ResizeState state(journal, images);
+  EXPECT_EQ(state.bad_copy(0), why);
+  EXPECT_TRUE(state.up_to_date(1, st, st));
 }
 
 TEST(Resize, RefusesDestinationInsideSourceAndTheReverse) {

@@ -49,13 +49,10 @@ bool output_up_to_date(const ResizeState& state, size_t i, const fs::path& src,
 // Refuses to mix two option sets or two sources in one destination (images already done would keep
 // the old size; two trees would merge into one, their classes too), and a destination holding
 // files this tool did not write.
-// The manifest also holds the bad images earlier runs copied unchanged (path -> reason, written
-// when a run finishes): their copies look up to date, so a re-run reports them from it.
 nlohmann::json check_and_write_manifest(const ResizeOptions& o) {
   const fs::path path = o.dst / kResizeManifest;
   const nlohmann::json now = {
       {"max_size", o.max_size}, {"quality", o.quality}, {"copy_bad", o.copy_bad}};
-  nlohmann::json copied_bad = nlohmann::json::object();
   std::error_code ec;
   const std::string source = resolved(o.src).string();  // one name however it is given
   if (fs::exists(path, ec)) {
@@ -73,8 +70,6 @@ nlohmann::json check_and_write_manifest(const ResizeOptions& o) {
     if (!made_from.empty() && resolved(made_from).string() != source)
       throw Error(o.dst.string() + " was made from " + made_from + ", this run reads " + source,
                   "use another --dst, or delete this one to start over");
-    if (before.contains("copied_bad") && before["copied_bad"].is_object())
-      copied_bad = before["copied_bad"];
   } else {
     // Its own files (the state, the report, their temporaries left by a kill) are not foreign.
     const auto own = [](const std::string& name) {
@@ -88,8 +83,7 @@ nlohmann::json check_and_write_manifest(const ResizeOptions& o) {
                         e.path().filename().string() + ", and no " + kResizeManifest + ")",
                     "use a new or empty --dst");
   }
-  const nlohmann::json manifest = {
-      {"tool", "faster resize"}, {"source", source}, {"options", now}, {"copied_bad", copied_bad}};
+  const nlohmann::json manifest = {{"tool", "faster resize"}, {"source", source}, {"options", now}};
   write_manifest(path, manifest, /*complete=*/false);
   return manifest;
 }
@@ -109,10 +103,10 @@ void write_report(const fs::path& path, const std::vector<BadImage>& bad) {
   write_file_atomic(path, text);
 }
 
-// The bad images an earlier run copied unchanged, from its report (path -> reason; a destination
-// made before the manifest kept them has them only there).  Their copies
-// look up to date (same bytes as the source), so without this a re-run would drop them from the
-// report and the count.
+// The bad images an earlier run copied unchanged, from its report (path -> reason): a destination
+// whose journal predates the reasons it now keeps (ResizeState::bad_copy) has them only there.
+// Their copies look up to date (same bytes as the source), so without this a re-run would drop
+// them from the report and the count.
 std::unordered_map<std::string, std::string> copied_bad_images(const fs::path& report) {
   std::unordered_map<std::string, std::string> copied;
   std::ifstream in(report);
@@ -150,11 +144,14 @@ void resize_one(const ResizeOptions& o, const std::string& rel, size_t index, Re
                 Worker& w, Tally& t) {
   const fs::path src = o.src / rel, dst = o.dst / rel;
   if (output_up_to_date(state, index, src, dst)) {
+    // Still the bad image an earlier run copied: reported again, not redone.
     const auto earlier = t.copied_earlier.find(rel);
-    if (earlier == t.copied_earlier.end())
-      ++t.up_to_date;
-    else  // still the bad image an earlier run copied: reported again, not redone
+    if (!state.bad_copy(index).empty())
+      t.add_bad(rel, state.bad_copy(index), /*copied=*/true);
+    else if (earlier != t.copied_earlier.end())
       t.add_bad(rel, earlier->second, /*copied=*/true);
+    else
+      ++t.up_to_date;
     return;
   }
   struct stat source;  // as read: what the output is made from
@@ -166,7 +163,7 @@ void resize_one(const ResizeOptions& o, const std::string& rel, size_t index, Re
     return;
   }
   DownscaleResult result = DownscaleResult::kKeep;
-  bool bad = false;
+  std::string bad;  // why the image is bad, copied unchanged
   try {
     data::JpegEncodeOptions encode;
     encode.quality = o.quality;
@@ -177,13 +174,13 @@ void resize_one(const ResizeOptions& o, const std::string& rel, size_t index, Re
       state.remove_output(index, dst);  // an earlier version's output mirrors it no more
       return;
     }
-    bad = true;  // copied unchanged, counted as bad only
+    bad = e.what();  // copied unchanged, counted as bad only
   }
   const std::vector<uint8_t>& bytes = result == DownscaleResult::kKeep ? w.in : w.out;
   // Errors here stop the run.  The journal names the output before it appears (resize_state.h).
   write_file_atomic(dst, bytes.data(), bytes.size(),
-                    [&](const struct stat& output) { state.record(index, source, output); });
-  if (!bad) ++(result == DownscaleResult::kKeep ? t.copied : t.downscaled);
+                    [&](const struct stat& output) { state.record(index, source, output, bad); });
+  if (bad.empty()) ++(result == DownscaleResult::kKeep ? t.copied : t.downscaled);
   t.bytes_in += static_cast<int64_t>(w.in.size());
   t.bytes_out += static_cast<int64_t>(bytes.size());
 }
@@ -242,14 +239,12 @@ ResizeSummary resize_tree(const ResizeOptions& o) {
   if (!fs::is_directory(o.dst))
     FASTER_THROW("cannot create --dst ", o.dst.string(), ": ", ec.message());
   DirectoryLock lock(o.dst, "'faster resize'");
-  nlohmann::json manifest = check_and_write_manifest(o);
+  const nlohmann::json manifest = check_and_write_manifest(o);
   prepare_destination(o, tree);
 
   Tally tally;
   const fs::path report = o.report.empty() ? o.dst / kResizeReport : o.report;
   tally.copied_earlier = copied_bad_images(report);
-  for (const auto& [path, reason] : manifest["copied_bad"].items())
-    if (reason.is_string()) tally.copied_earlier.emplace(path, reason.get<std::string>());
   for (const auto& entry : tree.not_files)  // never opened: reading a FIFO would wait forever
     tally.add_bad(entry.path, "not a regular file (" + entry.kind + ")", /*copied=*/false);
   const int64_t n = static_cast<int64_t>(tree.images.size());
@@ -276,9 +271,6 @@ ResizeSummary resize_tree(const ResizeOptions& o) {
             [](const BadImage& a, const BadImage& b) { return a.path < b.path; });
   s.report = report;
   write_report(s.report, s.bad_images);
-  manifest["copied_bad"] = nlohmann::json::object();
-  for (const auto& b : s.bad_images)
-    if (b.copied) manifest["copied_bad"][b.path] = b.reason;
   write_manifest(o.dst / kResizeManifest, manifest, /*complete=*/true);
   s.seconds = timer.seconds();
   return s;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include "faster/core/error.h"
@@ -18,7 +19,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kHeader =
-    "# faster resize: source bytes, source mtime (ns), output inode, output mtime (ns), path\n";
+    "# faster resize: source bytes, source mtime (ns), output inode, output mtime (ns), path[, "
+    "why the source is bad: a copy]\n";
 
 int64_t nanoseconds(const timespec& t) {
   return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
@@ -47,12 +49,15 @@ ResizeState::ResizeState(const fs::path& path, const std::vector<std::string>& i
       p = end + 1;
     }
     if (!ok) continue;
-    const std::string rel = tsv_unfield(p);
+    // The path, then for a bad image's copy the reason (a tab in a field is escaped).
+    const char* tab = std::strchr(p, '\t');
+    const std::string rel = tsv_unfield(tab ? std::string(p, tab) : std::string(p));
+    const Stamp stamp{v[0], v[1], v[2], v[3], tab ? tsv_unfield(tab + 1) : std::string()};
     const auto it = std::lower_bound(images.begin(), images.end(), rel);
     if (it != images.end() && *it == rel)
-      stamps_[static_cast<size_t>(it - images.begin())] = {v[0], v[1], v[2], v[3]};
+      stamps_[static_cast<size_t>(it - images.begin())] = stamp;
     else
-      gone_[rel] = Stamp{v[0], v[1], v[2], v[3]};
+      gone_[rel] = stamp;
   }
 }
 
@@ -105,12 +110,13 @@ bool ResizeState::up_to_date(size_t i, const struct stat& in, const struct stat&
 std::string ResizeState::line(const Stamp& s, const std::string& path) {
   return std::to_string(s.src_size) + '\t' + std::to_string(s.src_mtime) + '\t' +
          std::to_string(s.out_inode) + '\t' + std::to_string(s.out_mtime) + '\t' + tsv_field(path) +
-         '\n';
+         (s.bad.empty() ? "" : '\t' + tsv_field(s.bad)) + '\n';
 }
 
-void ResizeState::record(size_t i, const struct stat& in, const struct stat& out) {
+void ResizeState::record(size_t i, const struct stat& in, const struct stat& out,
+                         const std::string& bad) {
   const Stamp s{in.st_size, nanoseconds(in.st_mtim), static_cast<int64_t>(out.st_ino),
-                nanoseconds(out.st_mtim)};
+                nanoseconds(out.st_mtim), bad};
   const std::string text = line(s, images_[i]);
   std::lock_guard<std::mutex> lock(mutex_);
   const ssize_t n = ::write(journal_.get(), text.data(), text.size());

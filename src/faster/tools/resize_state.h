@@ -5,7 +5,9 @@
 // had when its output was made.
 //
 // The record is a journal in the destination, one line appended per output just before the output
-// is renamed into place: source size and mtime, and the output's own inode and mtime.  The output's
+// is renamed into place: source size and mtime, the output's own inode and mtime, and for the
+// copy of a bad image (--copy-bad) why the image is bad, so that every later run reports it again
+// however the run that made it ended.  The output's
 // identity ties the line to the file it describes, so a run killed between the two steps (line
 // written, output not renamed) leaves an old output that does not match its line and is redone,
 // and a killed run never loses an output that was renamed.  After a run the journal is rewritten
@@ -35,9 +37,11 @@ class ResizeState {
   // Whether the output of images[i], stat'ed as `out`, was made from its source as `in` is now.
   bool up_to_date(size_t i, const struct stat& in, const struct stat& out) const;
   // Records that the complete temporary stat'ed as `out` is made from images[i] as stat'ed in
-  // `in`; call before renaming it into place.  Thread-safe.  Throws faster::Error if the journal
-  // cannot be written.
-  void record(size_t i, const struct stat& in, const struct stat& out);
+  // `in` (a copy of it unchanged where `bad` says why it is a bad image); call before renaming it
+  // into place.  Thread-safe.  Throws faster::Error if the journal cannot be written.
+  void record(size_t i, const struct stat& in, const struct stat& out, const std::string& bad = "");
+  // Why images[i]'s recorded output is a bad image's copy; empty for an image made well.
+  const std::string& bad_copy(size_t i) const { return stamps_[i].bad; }
   // Deletes the output of images[i] at `output` if it is the file recorded for it (made by a run
   // from an earlier version of the source, which is now bad), and forgets it.  Thread-safe for
   // distinct i.
@@ -52,6 +56,7 @@ class ResizeState {
  private:
   struct Stamp {
     int64_t src_size = -1, src_mtime = 0, out_inode = 0, out_mtime = 0;
+    std::string bad;  // why the source is bad, for a copy of it
   };
   static std::string line(const Stamp& s, const std::string& path);
 
