@@ -212,8 +212,9 @@ TEST(Cli, ResumeAndOutputFiles) {
 
 // A resume without flags continues its checkpoint's run: the data, batch, rates, seed and
 // augmentation it was given, not the recipe's, so its second epoch is the uninterrupted run's (the
-// CPU runs are deterministic: the same loss to the printed digit).  A flag given wins, with a
-// warning naming it.
+// CPU runs are deterministic: the same loss to the printed digit), from any folder (the data is
+// recorded as an absolute path).  A flag given wins, with a warning naming it; --model names the
+// model, not another recipe.
 TEST(Cli, ResumeContinuesTheCheckpointsRun) {
   REQUIRE_FASHION_MNIST();
   test::TempDir d;
@@ -223,12 +224,12 @@ TEST(Cli, ResumeContinuesTheCheckpointsRun) {
   for (const auto& e : std::filesystem::directory_iterator(test::fashion_mnist_dir()))
     std::filesystem::create_symlink(e.path(), data / e.path().filename());
   const auto p = [&](const char* name) { return (d / name).string(); };
-  const std::string run =
-      "train --device cpu --train-limit 512 --test-limit 256 --epochs 2 --batch 64 --lr 0.02 "
-      "--seed 3 --label-smoothing 0.1 --translate 1 --warmup-epochs 1.5 --data " +
-      data.string();
-  auto r = test::run_faster(run + " --checkpoint " + p("c.ckpt") + " --keep-checkpoints --json " +
-                            p("whole.json"));
+  // Started in d, with the data named relative to it.
+  auto r = test::run_shell("cd " + d.path().string() + " && " + FASTER_BIN +
+                           " train --device cpu --train-limit 512 --test-limit 256 --epochs 2 "
+                           "--batch 64 --lr 0.02 --seed 3 --label-smoothing 0.1 --translate 1 "
+                           "--warmup-epochs 1.5 --data fashion-data --checkpoint c.ckpt "
+                           "--keep-checkpoints --json whole.json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = test::run_faster("train --device cpu --resume " + p("c.ckpt.epoch1") + " --json " +
                        p("resumed.json"));
@@ -240,21 +241,26 @@ TEST(Cli, ResumeContinuesTheCheckpointsRun) {
   for (const char* key : {"data", "batch", "lr", "seed", "label_smoothing", "translate",
                           "warmup_epochs", "train_limit", "test_limit", "epochs", "recipe"})
     EXPECT_EQ(resumed["options"][key], whole["options"][key]) << key;
+  EXPECT_EQ(resumed["options"].value("data", ""), data.string());
   ASSERT_EQ(resumed["epochs"].size(), 1u);
   EXPECT_NEAR(resumed["epochs"][0].value("train_loss", 0.0),
               whole["epochs"][1].value("train_loss", 1.0), 1e-6);
   EXPECT_NEAR(resumed.value("final_test_accuracy", 0.0), whole.value("final_test_accuracy", 1.0),
               1e-9);
   // A flag given wins over the checkpoint's, and is named.
-  r = test::run_faster("train --device cpu --resume " + p("c.ckpt.epoch1") + " --lr 0.01 --json " +
-                       p("changed.json"));
+  r = test::run_faster("train --device cpu --model thinnet --resume " + p("c.ckpt.epoch1") +
+                       " --lr 0.01 --json " + p("changed.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("warning: --resume " + p("c.ckpt.epoch1") + ": lr 0.01 (was 0.02)"),
+  EXPECT_NE(r.output.find("warning: --resume " + p("c.ckpt.epoch1") +
+                          ": lr 0.01 (was 0.02); training goes on"),
             std::string::npos)
       << r.output;
   const auto changed = nlohmann::json::parse(test::read_file(d / "changed.json"));
   EXPECT_DOUBLE_EQ(changed["options"].value("lr", 0.0), 0.01);
   EXPECT_EQ(changed["options"].value("batch", 0), 64);
+  // A progressive-resizing end needs its ramp: the checkpoint's run had none to take.
+  expect_one_line_error("train --device cpu --resume " + p("c.ckpt.epoch1") + " --res-end 28",
+                        "--res-end needs --res-ramp A:B", 2);
 }
 
 // --muon-lr trains the filters with Muon: on the CPU recipe's first 8,192 images (64 steps) it

@@ -47,6 +47,7 @@ struct TrainFlags {
   // precision too where no --fast/--amp/--amp-dtype is given.
   bool from_checkpoint = false;
   std::optional<train::Precision> saved_precision;
+  bool ramp_taken = false;  // --res-ramp's epochs are the checkpoint's
 
   // Whether the command line gave `flag` (else a recipe or a default decides).
   bool given(const char* flag) const { return cmd->get_option(flag)->count() > 0; }
@@ -315,8 +316,13 @@ void apply_recipe(TrainFlags& f) {
     train::check_resume_file(o.resume);
     const auto meta = train::checkpoint_meta(train::read_state_dict(o.resume), o.resume);
     resumed = meta.value("options", nlohmann::json::object());
-    if (unset("--data")) o.data = resumed.value("data", o.data);
-    if (unset("--data") && unset("--val-data")) o.val_data = resumed.value("val_data", o.val_data);
+    // Its data, and the data's own settings with it (whatever --recipe says; not for other data).
+    if (unset("--data")) {
+      o.data = resumed.value("data", o.data);
+      if (unset("--val-data")) o.val_data = resumed.value("val_data", o.val_data);
+      if (unset("--train-limit")) o.train_limit = resumed.value("train_limit", o.train_limit);
+      if (unset("--test-limit")) o.test_limit = resumed.value("test_limit", o.test_limit);
+    }
   }
   // The files first: what is derived below from a dataset or a checkpoint that is not there would
   // only blame a flag for it.
@@ -327,8 +333,8 @@ void apply_recipe(TrainFlags& f) {
   if (!arrays) ask_for_more_work_queues();
   std::optional<train::Recipe> recipe;
   if (!unset("--recipe")) recipe = f.recipe;
-  if (!o.resume.empty() && unset("--model")) {
-    o.model = resumed.value("model", o.model);
+  if (!o.resume.empty()) {  // its model unless --model names one, its recipe unless --recipe does
+    if (unset("--model")) o.model = resumed.value("model", o.model);
     const std::string saved = resumed.value("recipe", "");
     if (!recipe && !saved.empty()) recipe = parse_enum(train::kRecipeNames, saved, "--recipe");
   } else if (unset("--model")) {
@@ -340,11 +346,16 @@ void apply_recipe(TrainFlags& f) {
   f.from_checkpoint = !o.resume.empty() && unset("--recipe");
   if (f.from_checkpoint) {
     train::take_run_options(resumed, r, o.resume);
-    // ...in the mode and precision it ran in.
+    // ...in the mode and precision it ran in, where this device has them (a GPU's run resumed
+    // on a CPU goes on in fp32 or bf16, and the warning names the change).
     if (unset("--fast") && unset("--amp") && unset("--amp-dtype")) {
-      f.fast = f.fast || resumed.value("mode", "") == "fast";
-      f.saved_precision = r.precision;
+      f.fast = f.fast || (device.is_cuda() && resumed.value("mode", "") == "fast");
+      if (device.is_cuda() || r.precision != train::Precision::kFloat16)
+        f.saved_precision = r.precision;
     }
+    // DDP's SyncBatchNorm, where this run is DDP too.
+    if (unset("--sync-bn") && o.parallel == train::Parallel::kDdp)
+      o.sync_bn = resumed.value("sync_bn", o.sync_bn);
     if (unset("--channels-last")) o.channels_last = resumed.value("channels_last", o.channels_last);
   }
   // A resumed run goes on to the end its checkpoint's run was going to.
@@ -370,15 +381,16 @@ void apply_recipe(TrainFlags& f) {
   if (unset("--res")) o.res.res = arrays || f.from_checkpoint ? r.res.res : 224;
   // What no recipe sets, the defaults a new run starts from or a checkpoint's run ran with.
   if (unset("--res-end")) o.res.end_res = r.res.end_res;
-  if (unset("--res-ramp")) o.res.ramp_start = r.res.ramp_start, o.res.ramp_end = r.res.ramp_end;
+  if (unset("--res-ramp")) {
+    o.res.ramp_start = r.res.ramp_start, o.res.ramp_end = r.res.ramp_end;
+    f.ramp_taken = f.from_checkpoint && r.res.end_res != 0;  // the checkpoint's run ramped
+  }
   if (unset("--res-step")) o.res.step = r.res.step;
   if (unset("--lr-steps")) o.schedule.step_epochs = r.schedule.step_epochs;
   if (unset("--lr-gamma")) o.schedule.step_gamma = r.schedule.step_gamma;
   if (unset("--crop-scale")) o.crop_scale_min = r.crop_scale_min;
   if (unset("--val-res")) o.val_res = r.val_res;
   if (unset("--val-resize")) o.val_resize = r.val_resize;
-  if (unset("--train-limit")) o.train_limit = r.train_limit;
-  if (unset("--test-limit")) o.test_limit = r.test_limit;
   if (unset("--seed")) o.seed = r.seed;
   if (unset("--norm")) o.norm = r.norm;
   if (unset("--workers"))
@@ -525,7 +537,7 @@ void resolve_flags(TrainFlags& f) {
     train::parse_epoch_range(f.res_ramp, "--res-ramp", o.res.ramp_start, o.res.ramp_end);
     --o.res.ramp_start, --o.res.ramp_end;
   }
-  if (o.res.end_res != 0 && f.res_ramp.empty() && !f.from_checkpoint)
+  if (o.res.end_res != 0 && f.res_ramp.empty() && !f.ramp_taken)
     FASTER_USAGE_ERROR("--res-end needs --res-ramp A:B, the epochs over which --res becomes it");
   if (!f.res_ramp.empty() && o.res.end_res == 0)
     FASTER_USAGE_ERROR("--res-ramp needs --res-end, the resolution it ramps to");

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <filesystem>
 #include <optional>
 
 #include "faster/core/error.h"
@@ -259,6 +260,15 @@ void validate(const TrainOptions& o) {
 }
 
 namespace {
+// A dataset's path as the report records it: absolute, so that a resume from another folder reads
+// the same data (a relative path would follow the new folder).
+std::string recorded_path(const std::string& path) {
+  if (path.empty()) return path;
+  std::error_code ec;
+  const auto absolute = std::filesystem::absolute(path, ec);
+  return ec ? path : absolute.lexically_normal().string();
+}
+
 // Epochs as the command line numbers them.
 std::vector<int> one_based(std::vector<int> epochs) {
   for (int& e : epochs) ++e;
@@ -307,8 +317,6 @@ class RunRecord {
 void take_run_options(const nlohmann::json& saved, TrainOptions& o, const std::string& where) {
   if (!saved.is_object()) return;
   const RunRecord r(saved, where);
-  r.take("data", o.data);
-  r.take("val_data", o.val_data);
   r.take("model", o.model);
   r.take("recipe", kRecipeNames, o.recipe);
   r.take("epochs", o.epochs);
@@ -336,8 +344,6 @@ void take_run_options(const nlohmann::json& saved, TrainOptions& o, const std::s
   r.take_epochs("res_ramp", ramp);
   if (ramp.size() == 2) o.res.ramp_start = ramp[0], o.res.ramp_end = ramp[1];
   r.take("res_step", o.res.step);
-  r.take("train_limit", o.train_limit);
-  r.take("test_limit", o.test_limit);
   r.take("val_res", o.val_res);
   r.take("val_resize", o.val_resize);
   r.take("crop_scale_min", o.crop_scale_min);
@@ -363,8 +369,8 @@ nlohmann::json options_json(const TrainOptions& o) {
       o.cpu_share.adapt ? nlohmann::json("auto") : nlohmann::json(o.cpu_share.value);
   return {{"mode", o.mode_name},
           {"recipe", enum_name(kRecipeNames, o.recipe)},
-          {"data", o.data},
-          {"val_data", o.val_data},
+          {"data", recorded_path(o.data)},
+          {"val_data", recorded_path(o.val_data)},
           {"model", o.model},
           {"device", o.device},
           {"epochs", o.epochs},

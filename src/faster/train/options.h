@@ -186,10 +186,10 @@ void validate(const TrainOptions& o);
 
 nlohmann::json options_json(const TrainOptions& o);
 // The run an options_json record describes (a checkpoint's), over `o`: the model and its shape, the
-// data, the order and the updates (batch, seed, optimizer, schedule, augmentation, resolution,
-// precision) and the evaluation.  Keys the record lacks keep `o`'s values; not the outputs, the
-// device or the loader's threads.  Throws faster::Error naming `where` for a value of the wrong
-// kind.
+// order and the updates (batch, seed, optimizer, schedule, augmentation, resolution, precision)
+// and the evaluation.  Keys the record lacks keep `o`'s values; not the data (the CLI takes it
+// and its limits where no other data is given), the outputs, the device or the loader's threads.
+// Throws faster::Error naming `where` for a value of the wrong kind.
 void take_run_options(const nlohmann::json& saved, TrainOptions& o, const std::string& where);
 
 }  // namespace faster::train

@@ -126,7 +126,7 @@ constexpr const char* kRunKeys[] = {
     "lr_decay", "min_lr", "lr_steps", "lr_gamma",
     "label_smoothing", "ema", "res", "res_end", "res_ramp", "res_step", "crop_scale_min",
     "translate", "flip", "alternate_flips", "seed", "last_batch", "precision", "recipe",
-    "world_size", "norm", "whiten", "train_limit"};
+    "world_size", "norm", "whiten", "train_limit", "sync_bn"};
 // clang-format on
 
 // Resuming with other settings than the checkpoint's is allowed (a lower rate to fine-tune, say),
@@ -505,6 +505,10 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
         "--translate and --flip on shift and flip small datasets as stored on the device: "
         "they need --loader device, and no --res");
   o.flip = as_stored_on_device ? resolve_flip(o.flip, d) : Flip::kOff;
+  if (o.alternate_flips && as_stored_on_device && o.flip == Flip::kOff && is_main)
+    log::warn("--alternate-flips: ", o.data,
+              " is not flipped (--flip auto flips Fashion-MNIST and CIFAR-10 only): nothing to "
+              "alternate");
   // A mirrored test image is only evidence where training flips: as stored, per --flip; crops
   // (JPEG data, --res) always flip.
   o.tta = o.tta && (!as_stored_on_device || o.flip == Flip::kOn);
