@@ -293,6 +293,11 @@ TEST(Cli, ResZeroTrainsASmallDatasetAsStored) {
   REQUIRE_FASHION_MNIST();
   const auto as_stored = train_options("--device cpu --model resnet18 --res 0 --batch 200");
   EXPECT_EQ(as_stored.value("res", -1), 0);  // the imagenet recipe's is 224 (docs/training.md)
+  // Crops mirror half the images unless --flip off (it was ignored, and recorded as off).
+  EXPECT_EQ(train_options("--device cpu --res 16").value("flip", ""), "on");
+  const auto unflipped = train_options("--device cpu --res 16 --flip off --tta");
+  EXPECT_EQ(unflipped.value("flip", ""), "off");
+  EXPECT_FALSE(unflipped.value("tta", true));  // a mirror image is no evidence then
 }
 
 // The seed's benchmark workload stays one flag away on the CPU, and is the default on a GPU.

@@ -108,6 +108,16 @@ TEST(CropParams, FlipIsAFairCoinAndDrawsAreReproducible) {
     same += c.crop.x == a.crop.x && c.crop.width == a.crop.width && c.crop.y == a.crop.y;
   }
   EXPECT_LE(same, 1) << "other epochs draw other crops";
+  // --flip off: no crop is mirrored, and the crops are those of a flipping run.
+  RandomResizedCropOptions no_flip;
+  no_flip.flip = false;
+  for (int i = 0; i < 200; ++i) {
+    const TrainCrop on = train_crop(500, 375, {}, 3, 0, i),
+                    off = train_crop(500, 375, no_flip, 3, 0, i);
+    EXPECT_FALSE(off.flip);
+    EXPECT_TRUE(on.crop.x == off.crop.x && on.crop.y == off.crop.y &&
+                on.crop.width == off.crop.width && on.crop.height == off.crop.height);
+  }
 }
 
 // torchvision: Resize(256) of 500x375 gives 341x256; CenterCrop(224) at left 58, top 16.

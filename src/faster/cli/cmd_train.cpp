@@ -254,10 +254,12 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
   sr->add_option("--translate", o.translate,
                  "Shift each training image by up to this many pixels (zeros enter; speedrun: 2)");
   add_enum_option(sr, "--flip", o.flip, train::kFlipNames,
-                  "Horizontal flips (training, and --tta): auto (speedrun) = Fashion-MNIST (a "
-                  "folder, or its parent, named *fashion* or *fmnist*) and CIFAR-10, not MNIST's "
-                  "digits or other "
-                  "sets; default: the recipe's, off but for speedrun")
+                  "Horizontal flips (training, and --tta).  Crops (JPEG data, --res) mirror half "
+                  "the images at random unless --flip off (for data whose left and right "
+                  "differ).  Small datasets as stored: on, off, or auto (speedrun) = "
+                  "Fashion-MNIST (a folder, or its parent, named *fashion* or *fmnist*) and "
+                  "CIFAR-10, not MNIST's digits or other sets; default: the recipe's, off but for "
+                  "speedrun")
       ->default_str("");
   sr->add_flag("--tta,!--no-tta", o.tta,
                "Test-time augmentation: the mean of the logits of each test image and its mirror "
@@ -410,6 +412,9 @@ void apply_recipe(TrainFlags& f) {
   if (unset("--eval-every")) o.eval_every = r.eval_every;
   if (unset("--translate")) o.translate = r.translate;
   if (unset("--flip")) o.flip = r.flip;
+  // Crops flip (torchvision's RandomHorizontalFlip) unless --flip off says otherwise.
+  if (unset("--flip") && !f.from_checkpoint && (!arrays || o.res.res > 0))
+    o.flip = train::Flip::kOn;
   if (unset("--tta")) o.tta = r.tta;
   if (unset("--tta-shifts")) o.tta_shifts = r.tta_shifts;
   if (unset("--alternate-flips")) o.alternate_flips = r.alternate_flips;

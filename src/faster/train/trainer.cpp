@@ -348,6 +348,7 @@ std::unique_ptr<data::Loader> make_loader(const TrainOptions& o, const TrainingD
   lo.normalize_on_device = false;  // the step normalizes (inside its CUDA graph)
   lo.on_bad_image = o.on_bad_image;
   lo.rrc.scale_min = o.crop_scale_min;
+  lo.rrc.flip = o.flip == Flip::kOn;
   if (train) lo.shift_flip = {o.translate, o.flip == Flip::kOn, o.alternate_flips};
   const bool as_stored = d.arrays() && (train ? o.res.res == 0 : plan.val_res == 0);
   lo.transform = as_stored ? data::Transform::kNone
@@ -500,18 +501,20 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
                     "dataset as stored on the device: Fashion-MNIST, MNIST or CIFAR-10 files, " +
                     "--loader device, no --res",
                 "for JPEG folders or LMDB, --recipe imagenet (a ResNet) or --recipe cpu");
-  if (!as_stored_on_device && (o.translate > 0 || o.flip == Flip::kOn))
+  if (!as_stored_on_device && o.translate > 0)
     FASTER_THROW(
-        "--translate and --flip on shift and flip small datasets as stored on the device: "
-        "they need --loader device, and no --res");
-  o.flip = as_stored_on_device ? resolve_flip(o.flip, d) : Flip::kOff;
+        "--translate shifts small datasets as stored on the device: it needs --loader device, "
+        "and no --res");
+  // As stored, the data decides --flip auto; crops (JPEG data, --res) flip unless --flip off.
+  o.flip = as_stored_on_device    ? resolve_flip(o.flip, d)
+           : o.flip == Flip::kOff ? Flip::kOff
+                                  : Flip::kOn;
   if (o.alternate_flips && as_stored_on_device && o.flip == Flip::kOff && is_main)
     log::warn("--alternate-flips: ", o.data,
               " is not flipped (--flip auto flips Fashion-MNIST and CIFAR-10 only): nothing to "
               "alternate");
-  // A mirrored test image is only evidence where training flips: as stored, per --flip; crops
-  // (JPEG data, --res) always flip.
-  o.tta = o.tta && (!as_stored_on_device || o.flip == Flip::kOn);
+  // A mirrored test image is only evidence where training flips.
+  o.tta = o.tta && o.flip == Flip::kOn;
   if (!d.arrays() && o.res.res == 0) o.res.res = 224;  // JPEG images of any size need a crop size
   if (o.loader == LoaderKind::kDevice && (!d.arrays() || o.res.res > 0))
     FASTER_THROW("--loader device serves small datasets as stored; with ",

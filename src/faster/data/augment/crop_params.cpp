@@ -96,7 +96,8 @@ TrainCrop train_crop(int width, int height, const RandomResizedCropOptions& opti
   SampleRng rng(seed, epoch, index);
   TrainCrop t;
   t.crop = random_resized_crop(width, height, options, rng);
-  t.flip = rng.coin();
+  const bool coin = rng.coin();
+  t.flip = options.flip && coin;
   return t;
 }
 

@@ -26,6 +26,9 @@ struct RandomResizedCropOptions {
   double scale_min = 0.08, scale_max = 1.0;             // of the image's area
   double ratio_min = 3.0 / 4.0, ratio_max = 4.0 / 3.0;  // width / height, drawn log-uniformly
   int tries = 10;                                       // then the center-crop fallback
+  // train_crop: mirror half the crops (RandomHorizontalFlip); false mirrors none (the coin is
+  // still drawn, so the crops are those of a flipping run).
+  bool flip = true;
 };
 
 // torchvision RandomResizedCrop.get_params: up to `tries` random (area, ratio) draws, keeping the
