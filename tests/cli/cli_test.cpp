@@ -258,6 +258,19 @@ TEST(Cli, ResumeContinuesTheCheckpointsRun) {
   const auto changed = nlohmann::json::parse(test::read_file(d / "changed.json"));
   EXPECT_DOUBLE_EQ(changed["options"].value("lr", 0.0), 0.01);
   EXPECT_EQ(changed["options"].value("batch", 0), 64);
+  // Resumed with no output named, it writes the run's own (the interrupted run's hint says
+  // "--resume C goes on from there"): its checkpoint, its report.
+  const auto ckpt_time = std::filesystem::last_write_time(d / "c.ckpt");
+  std::filesystem::remove(d / "c.ckpt.epoch2");  // --keep-checkpoints comes back too
+  r = test::run_faster("train --device cpu --resume " + p("c.ckpt.epoch1"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("writing as the resumed run did: --checkpoint " + p("c.ckpt") +
+                          " --json " + p("whole.json") + "\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(std::filesystem::last_write_time(d / "c.ckpt"), ckpt_time);
+  EXPECT_TRUE(std::filesystem::exists(d / "c.ckpt.epoch2"));
+  EXPECT_EQ(nlohmann::json::parse(test::read_file(d / "whole.json"))["epochs"].size(), 1u);
   // A progressive-resizing end needs its ramp: the checkpoint's run had none to take.
   expect_one_line_error("train --device cpu --resume " + p("c.ckpt.epoch1") + " --res-end 28",
                         "--res-end needs --res-ramp A:B", 2);

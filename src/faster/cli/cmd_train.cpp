@@ -40,14 +40,14 @@ struct TrainFlags {
   std::string res_ramp, lr_steps;
   bool fast = false;
   bool no_fuse = false;
-  std::string json;
   int nproc = 0;
   CLI::App* cmd = nullptr;
   // Resuming with no --recipe: the checkpoint's run fills what is not given (apply_recipe), its
   // precision too where no --fast/--amp/--amp-dtype is given.
   bool from_checkpoint = false;
   std::optional<train::Precision> saved_precision;
-  bool ramp_taken = false;  // --res-ramp's epochs are the checkpoint's
+  bool ramp_taken = false;    // --res-ramp's epochs are the checkpoint's
+  std::string taken_outputs;  // " --checkpoint C --save S ...": a resume's, from its checkpoint
 
   // Whether the command line gave `flag` (else a recipe or a default decides).
   bool given(const char* flag) const { return cmd->get_option(flag)->count() > 0; }
@@ -239,7 +239,7 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
                   "epochs, batch, rates, augmentation, precision...) are the checkpoint's where "
                   "no flag is given; a flag given wins, with a warning where it changes the run; "
                   "--recipe R takes R's settings instead");
-  cmd->add_option("--json", f.json,
+  cmd->add_option("--json", o.json,
                   "Write the run's report (options, per-epoch metrics, time) as JSON");
   add_enum_option(cmd, "--norm", o.norm, kThinNetNorms,
                   "ThinNet normalization after each conv+ReLU: batch or none");
@@ -318,6 +318,21 @@ void apply_recipe(TrainFlags& f) {
     train::check_resume_file(o.resume);
     const auto meta = train::checkpoint_meta(train::read_state_dict(o.resume), o.resume);
     resumed = meta.value("options", nlohmann::json::object());
+    // Its outputs, where none is named: a resume the interrupted run's hint suggests (--resume C
+    // alone) goes on writing them, so a second interruption loses nothing.
+    if (unset("--save") && unset("--checkpoint") && unset("--keep-checkpoints") &&
+        unset("--log-dir") && unset("--json")) {
+      o.save = resumed.value("save", o.save);
+      o.checkpoint = resumed.value("checkpoint", o.checkpoint);
+      o.keep_checkpoints = resumed.value("keep_checkpoints", o.keep_checkpoints);
+      o.log_dir = resumed.value("log_dir", o.log_dir);
+      o.json = resumed.value("json", o.json);
+      for (const auto& [flag, path] : {std::pair{"--checkpoint", o.checkpoint},
+                                       {"--save", o.save},
+                                       {"--log-dir", o.log_dir},
+                                       {"--json", o.json}})
+        if (!path.empty()) f.taken_outputs += std::string(" ") + flag + " " + path;
+    }
     // Its data, and the data's own settings with it (whatever --recipe says; not for other data).
     if (unset("--data")) {
       o.data = resumed.value("data", o.data);
@@ -439,6 +454,8 @@ void apply_recipe(TrainFlags& f) {
 // The recipe's line before training: what the flags not given became.
 void print_recipe(const TrainFlags& f) {
   const auto& o = f.o;
+  if (!f.taken_outputs.empty())
+    std::printf("writing as the resumed run did:%s\n", f.taken_outputs.c_str());
   std::printf("recipe %s: %s", enum_name(train::kRecipeNames, o.recipe), o.model.c_str());
   if (models::family(o.model) != models::Family::kResNet)
     std::printf(" blocks %s filters %s", comma_list(o.blocks).c_str(),
@@ -468,7 +485,7 @@ void check_distinct_outputs(const TrainFlags& f) {
     return !a.empty() && !b.empty() && tools::resolved(a) == tools::resolved(b);
   };
   const std::pair<const char*, const std::string*> outputs[] = {
-      {"--save", &o.save}, {"--checkpoint", &o.checkpoint}, {"--json", &f.json}};
+      {"--save", &o.save}, {"--checkpoint", &o.checkpoint}, {"--json", &o.json}};
   for (size_t i = 0; i < std::size(outputs); ++i) {
     for (size_t j = i + 1; j < std::size(outputs); ++j)
       if (same(*outputs[i].second, *outputs[j].second))
@@ -486,6 +503,7 @@ void resolve_flags(TrainFlags& f) {
   auto& o = f.o;
   check_distinct_outputs(f);
   apply_recipe(f);
+  if (!f.taken_outputs.empty()) check_distinct_outputs(f);
   const bool arrays = data::is_small_dataset(o.data);
   // --res 0 trains a small dataset as stored (a ResNet's recipe crops it otherwise); JPEG images
   // need a crop size.
@@ -581,7 +599,7 @@ int run_train(TrainFlags& f) {
           "--nproc given inside an already launched job (RANK is set, or this is a task "
           "of an srun step)");
     train::validate(o);  // once here, not once per rank (resolve_flags checked the files)
-    if (!f.json.empty()) tools::check_output_file(f.json, "--json");
+    if (!o.json.empty()) tools::check_output_file(o.json, "--json");
     train::LaunchOptions lo;
     lo.nproc = f.nproc;
     lo.exe = self_exe();
@@ -589,7 +607,7 @@ int run_train(TrainFlags& f) {
     lo.checkpoint = o.checkpoint;
     return train::launch_local(lo);
   }
-  if (!f.json.empty()) tools::check_output_file(f.json, "--json");  // before the run, not after
+  if (!o.json.empty()) tools::check_output_file(o.json, "--json");  // before the run, not after
   train::TrainCallbacks cb;
   cb.on_start = [&f](const std::string& line) {  // rank 0 only
     print_recipe(f);
@@ -624,7 +642,7 @@ int run_train(TrainFlags& f) {
   if (code != 0)  // per epoch: a bad image is met again in each (the warnings say which)
     std::printf("; bad images skipped %lld times", static_cast<long long>(report.skipped_images()));
   std::printf("\n");
-  if (!f.json.empty()) tools::write_file_atomic(f.json, report.to_json().dump(2) + "\n");
+  if (!o.json.empty()) tools::write_file_atomic(o.json, report.to_json().dump(2) + "\n");
   return code;
 }
 

@@ -431,7 +431,12 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"fused_norm_relu", o.fused},
           {"parallel", enum_name(kParallelNames, o.parallel)},
           {"sync_bn", o.sync_bn},
-          {"bucket_mb", o.bucket_mb}};
+          {"bucket_mb", o.bucket_mb},
+          {"save", recorded_path(o.save)},
+          {"checkpoint", recorded_path(o.checkpoint)},
+          {"keep_checkpoints", o.keep_checkpoints},
+          {"log_dir", recorded_path(o.log_dir)},
+          {"json", recorded_path(o.json)}};
 }
 
 }  // namespace faster::train

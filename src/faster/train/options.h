@@ -137,12 +137,13 @@ struct TrainOptions {
   int workers = 4;
   data::LastBatch last_batch = data::LastBatch::kKeep;  // training batches: keep or drop
   bool cuda_graph = false;
-  int64_t train_limit = 0, test_limit = 0;   // 0 = whole split
-  std::string log_dir;                       // metrics.jsonl and metrics.svg
-  std::string save;                          // state_dict path (torchvision's names for ResNets)
-  std::string checkpoint;                    // written atomically after every epoch
-  bool keep_checkpoints = false;             // also keep each epoch's as CHECKPOINT.epochN
-  std::string resume;                        // a checkpoint to continue from
+  int64_t train_limit = 0, test_limit = 0;  // 0 = whole split
+  std::string log_dir;                      // metrics.jsonl and metrics.svg
+  std::string save;                         // state_dict path (torchvision's names for ResNets)
+  std::string checkpoint;                   // written atomically after every epoch
+  bool keep_checkpoints = false;            // also keep each epoch's as CHECKPOINT.epochN
+  std::string resume;                       // a checkpoint to continue from
+  std::string json;  // the run's report (the CLI writes it; recorded so a resume writes it too)
   std::string mode_name = "custom";          // label for reports ("baseline", "fast", ...)
   Recipe recipe = Recipe::kSeed;             // the recipe that filled what was not given (reports)
   models::Norm norm = models::Norm::kBatch;  // ThinNet's normalization: batch or none
