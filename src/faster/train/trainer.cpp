@@ -131,11 +131,16 @@ constexpr const char* kRunKeys[] = {
 
 // Resuming with other settings than the checkpoint's is allowed (a lower rate to fine-tune, say),
 // but the run then differs from the uninterrupted one: one warning names what changed.  The
-// settings compared are kRunKeys; --epochs may grow.
+// settings compared are kRunKeys, and --epochs where the rate decays to the run's end (cosine,
+// linear: another end is another schedule).
 void warn_about_changed_options(const nlohmann::json& saved, const nlohmann::json& now,
                                 const std::string& checkpoint) {
   if (!saved.is_object()) return;
   std::string changed;
+  const std::string decay = now.value("lr_decay", "");
+  if (decay == "cosine" || decay == "linear")
+    if (saved.contains("epochs") && now.contains("epochs") && saved["epochs"] != now["epochs"])
+      changed = "epochs " + now["epochs"].dump() + " (was " + saved["epochs"].dump() + ")";
   for (const char* key : kRunKeys) {
     if (!saved.contains(key) || !now.contains(key) || saved[key] == now[key]) continue;
     if (std::string(key) == "data" && saved[key].is_string() && now[key].is_string() &&
