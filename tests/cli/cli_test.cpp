@@ -274,6 +274,32 @@ TEST(Cli, ResumeContinuesTheCheckpointsRun) {
   // A progressive-resizing end needs its ramp: the checkpoint's run had none to take.
   expect_one_line_error("train --device cpu --resume " + p("c.ckpt.epoch1") + " --res-end 28",
                         "--res-end needs --res-ramp A:B", 2);
+  // Its data moved: said so, naming the checkpoint and the way on.
+  std::filesystem::rename(data, d / "moved");
+  r = test::run_faster("train --device cpu --resume " + p("c.ckpt.epoch1"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--resume " + p("c.ckpt.epoch1") + ": its run's data, " + data.string() +
+                          ", does not exist\nHINT: --data names where it is now"),
+            std::string::npos)
+      << r.output;
+}
+
+// A run whose rate is far too high stops at the end of the epoch where it diverged, saying so and
+// naming the rate it had (in the flag's own notation).
+TEST(Cli, ADivergedRunStopsAndNamesTheRate) {
+  REQUIRE_FASHION_MNIST();
+  const auto r = test::run_faster(
+      "train --device cpu --epochs 2 --train-limit 600 --test-limit 256 "
+      "--lr 1e6" +
+      test::fashion_mnist_flag());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("faster: error: training diverged in epoch 1: the loss is "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("HINT: lower --lr (it is 1e+06), or warm up for longer"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("epoch 2/2"), std::string::npos) << r.output;
 }
 
 // --muon-lr trains the filters with Muon: on the CPU recipe's first 8,192 images (64 steps) it

@@ -191,6 +191,7 @@ TEST(UsageErrors, EvalAndBenchRanges) {
       {e + " --val-res 4", "--val-res must be between 8 and 4096"},
       {e + " --val-resize 4", "--val-resize must be between 8 and 8192"},
       {e + " --val-res 0", "--val-res must be between 8 and 4096 (got 0)"},
+      {e + " --decode nvjpeg", "--decode nvjpeg needs a CUDA device, and --device cpu was given"},
       {b + " --epochs 0", "--epochs must be at least 1 (got 0)"},
       {b + " --repeats 0", "--repeats must be between 1 and 1000"},
       {b + " --train-limit -1", "--train-limit must be at least 0"},

@@ -83,6 +83,19 @@ TEST(Checkpoint, RejectsWhatIsNotAStateDict) {
       EXPECT_NE(std::string(e.what()).find("not a state_dict"), std::string::npos) << e.what();
     }
   }
+  // A whole pickled model (torch.save(model)): named as such, not as an opcode number.
+  const auto model = dir / "model.pt";
+  ASSERT_EQ(python("torch.save(torch.nn.Linear(2, 3), path)", model).exit_code, 0);
+  try {
+    read_state_dict(model);
+    FAIL() << "a pickled module was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("it pickles a torch.nn.modules.linear.Linear object "
+                                         "(torch.save(model) writes the whole model), not a "
+                                         "state_dict"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

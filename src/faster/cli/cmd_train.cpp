@@ -2,6 +2,7 @@
 // trainer; a progress bar per epoch, one line per epoch and a summary.
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <optional>
@@ -336,6 +337,10 @@ void apply_recipe(TrainFlags& f) {
     // Its data, and the data's own settings with it (whatever --recipe says; not for other data).
     if (unset("--data")) {
       o.data = resumed.value("data", o.data);
+      std::error_code ec;
+      if (!std::filesystem::exists(o.data, ec))
+        throw Error("--resume " + o.resume + ": its run's data, " + o.data + ", does not exist",
+                    "--data names where it is now");
       if (unset("--val-data")) o.val_data = resumed.value("val_data", o.val_data);
       if (unset("--train-limit")) o.train_limit = resumed.value("train_limit", o.train_limit);
       if (unset("--test-limit")) o.test_limit = resumed.value("test_limit", o.test_limit);
@@ -347,7 +352,7 @@ void apply_recipe(TrainFlags& f) {
   const bool arrays = data::is_small_dataset(o.data);
   // JPEG data: the loader's streams (nvJPEG's stage, the host copies) run beside the training's;
   // before resolve_device below, the first CUDA call.
-  if (!arrays) ask_for_more_work_queues();
+  if (!arrays && o.device != "cpu") ask_for_more_work_queues();
   std::optional<train::Recipe> recipe;
   if (!unset("--recipe")) recipe = f.recipe;
   if (!o.resume.empty()) {  // its model unless --model names one, its recipe unless --recipe does

@@ -111,7 +111,14 @@ class Unpickler {
           return pop();
         case GLOBAL: {
           auto module = line();
-          push(text(Value::kGlobal, module + "." + line()));
+          const std::string name = module + "." + line();
+          // A state_dict names torch's tensor rebuilders and storages and OrderedDict; a module's
+          // class (torch.nn's, torchvision.models.resnet.ResNet, __main__.Net) is a whole object.
+          const bool torch = module == "torch" || module.rfind("torch.", 0) == 0;
+          if (object_.empty() &&
+              ((!torch && module != "collections") || module.rfind("torch.nn", 0) == 0))
+            object_ = name;
+          push(text(Value::kGlobal, name));
           break;
         }
         case BINPUT:
@@ -208,6 +215,10 @@ class Unpickler {
           break;
         }
         default:
+          if (!object_.empty())
+            fail("it pickles a " + object_ +
+                 " object (torch.save(model) writes the whole model), not a state_dict: save "
+                 "model.state_dict() instead");
           fail("unsupported pickle opcode " + std::to_string(op));
       }
     }
@@ -318,6 +329,7 @@ class Unpickler {
   std::vector<size_t> marks_;
   std::map<uint64_t, Value> memo_;
   std::map<std::string, torch::Tensor> storages_;
+  std::string object_;  // the first class the pickle names that is not torch's or OrderedDict
 };
 
 }  // namespace

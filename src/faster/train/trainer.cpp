@@ -802,11 +802,11 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
       // A diverged run stops here (the fp16 scaler skips the steps it can).
       const bool weights_finite = torch::isfinite(stepper.sgd().flat_params()).all().item<bool>();
       if (!weights_finite || (!stepper.scaler() && !std::isfinite(e.train_loss)))
-        throw Error("training diverged in epoch " + std::to_string(e.epoch) + ": the loss is " +
-                        std::to_string(e.train_loss) +
-                        (weights_finite ? "" : " and the weights are no longer finite"),
-                    "lower --lr (it is " + std::to_string(o.sgd.lr) +
-                        "), or warm up for longer (--warmup-epochs)");
+        throw Error(
+            detail::concat("training diverged in epoch ", e.epoch, ": the loss is ", e.train_loss,
+                           weights_finite ? "" : " and the weights are no longer finite"),
+            detail::concat("lower --lr (it is ", o.sgd.lr,
+                           "), or warm up for longer (--warmup-epochs)"));
       report.epochs.push_back(e);
       save_epoch(epoch);  // first: a failed write of the metrics must not lose the epoch
       auto entry = e.to_json();
@@ -863,6 +863,8 @@ EvalReport evaluate(const EvalOptions& e) {
   const auto device = resolve_device(e.device);
   if (device.is_cpu() && e.precision == Precision::kFloat16)
     refuse_on_cpu(e.device, "--precision fp16", "--precision bf16 runs on the CPU");
+  if (device.is_cpu() && e.decode == Decode::kNvjpeg)
+    refuse_on_cpu(e.device, "--decode nvjpeg", "--decode cpu decodes on the CPU");
   if (device.is_cpu()) configure_cpu_runtime(1);
   // The data: a small dataset's test split, a root's val/, or the split named (folder or LMDB).
   TrainingData d;
