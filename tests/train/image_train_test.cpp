@@ -246,6 +246,26 @@ TEST(ImageTrain, WithoutValTrainsAndTestsNothing) {
   EXPECT_EQ(j["epochs"][0]["train_images"], 200);
 }
 
+// A training split named with --val-data beside it (torchvision's ImageFolder(train) and
+// ImageFolder(val)) trains as its root does: the same run, to the accuracy.
+TEST(ImageTrain, ASplitWithValDataTrainsAsItsRootDoes) {
+  REQUIRE_FASHION_MNIST();
+  test::TempDir t;
+  const auto run = [&](const std::string& data, const char* json) {
+    const auto r = test::run_faster("train --data " + data + kResNet + " --epochs 1 --json " +
+                                    (t / json).string());
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return r.exit_code == 0 ? read_json(t / json) : nlohmann::json::object();
+  };
+  const auto root = run(exported(200).string(), "root.json");
+  const auto split =
+      run((exported(200) / "train").string() + " --val-data " + (exported(200) / "val").string(),
+          "split.json");
+  ASSERT_TRUE(root.contains("final_test_accuracy") && split.contains("final_test_accuracy"));
+  EXPECT_EQ(split["final_test_accuracy"], root["final_test_accuracy"]);
+  EXPECT_EQ(split["epochs"][0]["train_loss"], root["epochs"][0]["train_loss"]);
+}
+
 // A bad image in each split: training replaces it by the next image and eval leaves it out of the
 // scores (so they equal those of the tree without it); both finish, say so, and exit 3.
 TEST(ImageTrain, BadImagesAreSkippedCountedAndExitThree) {

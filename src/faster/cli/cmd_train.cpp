@@ -81,7 +81,7 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
       ->capture_default_str();
   cmd->add_option("--val-data", o.val_data,
                   "The validation split, when it is not DATA/val (a folder of class folders or an "
-                  "LMDB)");
+                  "LMDB); with it, --data may name the training split itself");
   cmd->add_option("--model", o.model,
                   "Network: " + model_list() +
                       " (default: thinnet for small datasets, resnet50 for "

@@ -100,7 +100,13 @@ TrainingData open_training_data(const std::string& data, const std::string& val_
   TrainingData d;
   std::error_code ec;
   const fs::path root(data);
-  const bool images = data::is_lmdb_path(root) || fs::is_directory(root / "train", ec);
+  // One split of class folders with --val-data beside it (torchvision's ImageFolder(train) and
+  // ImageFolder(val)) is the training split itself.
+  const bool split_with_val = !val_data.empty() && fs::is_directory(root, ec) &&
+                              !fs::is_directory(root / "train", ec) && !data::is_lmdb_path(root) &&
+                              !data::is_small_dataset(root) && !subfolders(root).empty();
+  const bool images =
+      data::is_lmdb_path(root) || fs::is_directory(root / "train", ec) || split_with_val;
   if (!images) {
     if (fs::is_directory(root, ec) && !data::is_small_dataset(root))
       if (const auto folders = subfolders(root); !folders.empty())
@@ -125,7 +131,7 @@ TrainingData open_training_data(const std::string& data, const std::string& val_
   if (train_limit > 0 || val_limit > 0)
     FASTER_THROW("--train-limit and --test-limit apply to the small array datasets, not to ", data);
   const std::string train_path =
-      data::is_lmdb_path(root) ? root.string() : (root / "train").string();
+      data::is_lmdb_path(root) || split_with_val ? root.string() : (root / "train").string();
   d.train = open_split(train_path);
   std::string val_path = val_data;
   if (val_path.empty() && !data::is_lmdb_path(root) && fs::exists(root / "val", ec))
