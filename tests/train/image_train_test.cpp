@@ -130,6 +130,19 @@ TEST(ImageTrain, ResumeContinuesBitExactly) {
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_EQ(read_json(t / "e.json")["res"], flag.empty() ? 32 : 40) << r.output;
   }
+  // Class folders named otherwise: the checkpoint's labels would mean other classes (it scored
+  // 30 % for 69 % in a user's audit, silently).  Refused, naming both.
+  fs::create_directories(t / "renamed" / "val");
+  for (const auto& e : fs::directory_iterator(exported(200) / "val"))
+    fs::create_directory_symlink(e.path(),
+                                 t / "renamed" / "val" / ("x" + e.path().filename().string()));
+  r = test::run_faster("eval --device cpu --data " + (t / "renamed" / "val").string() +
+                       " --weights " + (t / "c.ckpt").string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find((t / "c.ckpt").string() + " was trained on classes 0_"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("has x0_"), std::string::npos) << r.output;
 }
 
 // --save writes torchvision's names: torchvision.models.resnet18(num_classes=10) loads them with

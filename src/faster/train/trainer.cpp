@@ -155,6 +155,26 @@ void warn_about_changed_options(const nlohmann::json& saved, const nlohmann::jso
               "; training goes on, but not as the uninterrupted run would have");
 }
 
+// A checkpoint of a run on image folders (or LMDB) records its class names: resumed or scored on
+// folders named or ordered otherwise, its labels would mean other classes, silently.  Checkpoints
+// of small datasets (their classes are indices) and older ones record none.
+void check_class_names(const nlohmann::json& meta, const TrainingData& d,
+                       const std::string& where) {
+  if (d.arrays() || !meta.contains("class_names")) return;
+  if (meta["class_names"] == nlohmann::json(d.classes)) return;
+  const auto first = [](const nlohmann::json& names) {
+    std::string s;
+    for (size_t i = 0; i < names.size() && i < 4; ++i)
+      s += (i ? ", " : "") + names[i].get<std::string>();
+    return s + (names.size() > 4 ? ", ..." : "");
+  };
+  throw Error(where + " was trained on classes " + first(meta["class_names"]) + " (" +
+                  std::to_string(meta["class_names"].size()) + "), but " +
+                  (d.val ? d.val : d.train)->describe() + " has " + first(d.classes) + " (" +
+                  std::to_string(d.classes.size()) + ")",
+              "labels follow the class folders' sorted names: name them as the training data's");
+}
+
 // The momentum and the weights' average are saved flat, in the parameters' memory order of the
 // run that saved them (`saved`: its options): a checkpoint of the other format (channels-last or
 // not) is reordered into this run's, in place.
@@ -607,6 +627,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   int start_epoch = 0;
   if (!o.resume.empty()) {
     const auto meta = load_checkpoint(o.resume, model.module(), parts, identity);
+    check_class_names(meta, d, o.resume);
     std::vector<torch::Tensor> flats = {stepper.sgd().momentum()};
     if (stepper.ema()) flats.push_back(stepper.ema()->state()[0]);
     reorder_saved_flats(stepper.sgd(), o.channels_last,
@@ -688,6 +709,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   const auto save_epoch = [&](int epoch) {
     if (!is_main || o.checkpoint.empty()) return;
     auto meta = identity;
+    if (!d.arrays()) meta["class_names"] = d.classes;
     meta["epochs_done"] = epoch + 1;
     meta["step"] = step;
     meta["options"] = report.options;
@@ -896,9 +918,9 @@ EvalReport evaluate(const EvalOptions& e) {
     FASTER_THROW(e.weights, " classifies ", mo.classes, " classes, but ", d.val->describe(),
                  " has ", d.classes.size());
   // A checkpoint's run's options (none for a state_dict).
-  const auto run =
-      prefix.empty() ? nlohmann::json::object()
-                     : checkpoint_meta(dict, e.weights).value("options", nlohmann::json::object());
+  const auto meta = prefix.empty() ? nlohmann::json::object() : checkpoint_meta(dict, e.weights);
+  check_class_names(meta, d, e.weights);
+  const auto run = meta.value("options", nlohmann::json::object());
   // The average of the weights (--ema) is what such a run tested, and is scored by default.
   const double ema_decay = run.value("ema", 0.0);
   const bool ema = e.ema.value_or(ema_decay > 0);
