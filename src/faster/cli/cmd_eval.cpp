@@ -69,7 +69,7 @@ void add_eval(CLI::App& root, int& exit_code) {
     if (cmd->get_option("--ema")->count() > 0) f->o.ema = f->ema;
     if (cmd->get_option("--tta-shifts")->count() > 0) f->o.tta_shifts = f->tta_shifts;
     // JPEG data: the loader's streams run beside the model's, as in train (before any CUDA call).
-    if (!data::is_small_dataset(f->o.data) && f->o.device != "cpu") ask_for_more_work_queues();
+    if (!data::is_small_dataset(f->o.data)) ask_for_more_work_queues();
     const auto r = train::evaluate(f->o);
     std::printf(
         "eval %s%s (%d classes) on %s at %s%s: top-1 %.2f%%  top-5 %.2f%%  loss %.4f  "

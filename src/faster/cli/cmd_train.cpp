@@ -7,6 +7,7 @@
 #include <iterator>
 #include <optional>
 #include <thread>
+#include <tuple>
 
 #include "faster/cli/command.h"
 #include "faster/core/early_context.h"
@@ -23,6 +24,7 @@
 
 namespace faster::cli {
 namespace {
+namespace fs = std::filesystem;
 
 // The choices of the enum flags that offer part of their enum.
 constexpr EnumName<train::Precision> kAmpDtypes[] = {{"fp16", train::Precision::kFloat16},
@@ -323,22 +325,24 @@ void apply_recipe(TrainFlags& f) {
     // alone) goes on writing them, so a second interruption loses nothing.
     if (unset("--save") && unset("--checkpoint") && unset("--keep-checkpoints") &&
         unset("--log-dir") && unset("--json")) {
-      o.save = resumed.value("save", o.save);
-      o.checkpoint = resumed.value("checkpoint", o.checkpoint);
-      o.keep_checkpoints = resumed.value("keep_checkpoints", o.keep_checkpoints);
-      o.log_dir = resumed.value("log_dir", o.log_dir);
-      o.json = resumed.value("json", o.json);
-      for (const auto& [flag, path] : {std::pair{"--checkpoint", o.checkpoint},
-                                       {"--save", o.save},
-                                       {"--log-dir", o.log_dir},
-                                       {"--json", o.json}})
-        if (!path.empty()) f.taken_outputs += std::string(" ") + flag + " " + path;
+      // Each where its folder still is (a checkpoint copied to another machine: not there).
+      for (const auto& [flag, key, path] : {std::tuple{"--checkpoint", "checkpoint", &o.checkpoint},
+                                            {"--save", "save", &o.save},
+                                            {"--log-dir", "log_dir", &o.log_dir},
+                                            {"--json", "json", &o.json}}) {
+        const std::string saved = resumed.value(key, std::string());
+        std::error_code ec;
+        if (saved.empty() || !fs::is_directory(fs::path(saved).parent_path(), ec)) continue;
+        *path = saved;
+        f.taken_outputs += std::string(" ") + flag + " " + saved;
+      }
+      o.keep_checkpoints = !o.checkpoint.empty() && resumed.value("keep_checkpoints", false);
     }
     // Its data, and the data's own settings with it (whatever --recipe says; not for other data).
     if (unset("--data")) {
       o.data = resumed.value("data", o.data);
       std::error_code ec;
-      if (!std::filesystem::exists(o.data, ec))
+      if (!fs::exists(o.data, ec))
         throw Error("--resume " + o.resume + ": its run's data, " + o.data + ", does not exist",
                     "--data names where it is now");
       if (unset("--val-data")) o.val_data = resumed.value("val_data", o.val_data);
@@ -352,7 +356,7 @@ void apply_recipe(TrainFlags& f) {
   const bool arrays = data::is_small_dataset(o.data);
   // JPEG data: the loader's streams (nvJPEG's stage, the host copies) run beside the training's;
   // before resolve_device below, the first CUDA call.
-  if (!arrays && o.device != "cpu") ask_for_more_work_queues();
+  if (!arrays) ask_for_more_work_queues();  // whatever the device: a test can see it on a CPU
   std::optional<train::Recipe> recipe;
   if (!unset("--recipe")) recipe = f.recipe;
   if (!o.resume.empty()) {  // its model unless --model names one, its recipe unless --recipe does
