@@ -258,18 +258,28 @@ TEST(Cli, ResumeContinuesTheCheckpointsRun) {
   const auto changed = nlohmann::json::parse(test::read_file(d / "changed.json"));
   EXPECT_DOUBLE_EQ(changed["options"].value("lr", 0.0), 0.01);
   EXPECT_EQ(changed["options"].value("batch", 0), 64);
-  // Resumed with no output named, it writes the run's own (the interrupted run's hint says
-  // "--resume C goes on from there"): its checkpoint, its report.
+  // From an earlier epoch's copy with no output named, nothing is written (the run's own outputs
+  // hold its later epochs), and it says so.
   const auto ckpt_time = std::filesystem::last_write_time(d / "c.ckpt");
-  std::filesystem::remove(d / "c.ckpt.epoch2");  // --keep-checkpoints comes back too
   r = test::run_faster("train --device cpu --resume " + p("c.ckpt.epoch1"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("not writing (nothing: " + p("c.ckpt.epoch1") +
+                          " is not the run's latest checkpoint"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(std::filesystem::last_write_time(d / "c.ckpt"), ckpt_time);
+  EXPECT_EQ(nlohmann::json::parse(test::read_file(d / "whole.json"))["epochs"].size(), 2u);
+  // From the run's own checkpoint (the interrupted run's hint: "--resume C goes on from there"),
+  // named relative to another folder, it goes on writing the run's outputs.
+  r = test::run_shell("cd " + (d / "fashion-data").string() + " && " + FASTER_BIN +
+                      " train --device cpu --resume ../c.ckpt --epochs 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("writing as the resumed run did: --checkpoint " + p("c.ckpt") +
-                          " --json " + p("whole.json") + "\n"),
+                          " --json " + p("whole.json") + " --keep-checkpoints\n"),
             std::string::npos)
       << r.output;
   EXPECT_NE(std::filesystem::last_write_time(d / "c.ckpt"), ckpt_time);
-  EXPECT_TRUE(std::filesystem::exists(d / "c.ckpt.epoch2"));
+  EXPECT_TRUE(std::filesystem::exists(d / "c.ckpt.epoch3"));
   EXPECT_EQ(nlohmann::json::parse(test::read_file(d / "whole.json"))["epochs"].size(), 1u);
   // A progressive-resizing end needs its ramp: the checkpoint's run had none to take.
   expect_one_line_error("train --device cpu --resume " + p("c.ckpt.epoch1") + " --res-end 28",
@@ -337,6 +347,13 @@ TEST(Cli, ResZeroTrainsASmallDatasetAsStored) {
   const auto unflipped = train_options("--device cpu --res 16 --flip off --tta");
   EXPECT_EQ(unflipped.value("flip", ""), "off");
   EXPECT_FALSE(unflipped.value("tta", true));  // a mirror image is no evidence then
+  // The host loader serves a small dataset as stored unflipped: --flip on is refused there.
+  const auto r = test::run_faster(
+      "train --device cpu --epochs 1 --train-limit 600 --loader host "
+      "--flip on" +
+      test::fashion_mnist_flag());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("the host loader serves it unflipped"), std::string::npos) << r.output;
 }
 
 // The seed's benchmark workload stays one flag away on the CPU, and is the default on a GPU.

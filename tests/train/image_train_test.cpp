@@ -277,6 +277,14 @@ TEST(ImageTrain, ASplitWithValDataTrainsAsItsRootDoes) {
   ASSERT_TRUE(root.contains("final_test_accuracy") && split.contains("final_test_accuracy"));
   EXPECT_EQ(split["final_test_accuracy"], root["final_test_accuracy"]);
   EXPECT_EQ(split["epochs"][0]["train_loss"], root["epochs"][0]["train_loss"]);
+  // A split whose classes include one named "train" (CIFAR-100 has one) is still that split.
+  for (const auto& [split, dir] : {std::pair{"train", "a"}, {"val", "v"}}) {
+    fs::create_directories(t / dir);
+    for (const auto& [from, to] : {std::pair{"0_T-shirt_top", "bus"}, {"1_Trouser", "train"}})
+      fs::create_directory_symlink(exported(200) / split / from, t / dir / to);
+  }
+  const auto trains = run((t / "a").string() + " --val-data " + (t / "v").string(), "t.json");
+  EXPECT_EQ(trains.value("classes", 0), 2) << trains.dump();
 }
 
 // A bad image in each split: training replaces it by the next image and eval leaves it out of the

@@ -49,8 +49,9 @@ struct TrainFlags {
   // precision too where no --fast/--amp/--amp-dtype is given.
   bool from_checkpoint = false;
   std::optional<train::Precision> saved_precision;
-  bool ramp_taken = false;    // --res-ramp's epochs are the checkpoint's
-  std::string taken_outputs;  // " --checkpoint C --save S ...": a resume's, from its checkpoint
+  bool ramp_taken = false;      // --res-ramp's epochs are the checkpoint's
+  std::string taken_outputs;    // " --checkpoint C --save S ...": a resume's, from its checkpoint
+  std::string dropped_outputs;  // what of them is not written, and why
 
   // Whether the command line gave `flag` (else a recipe or a default decides).
   bool given(const char* flag) const { return cmd->get_option(flag)->count() > 0; }
@@ -241,7 +242,9 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
                   "weights, momentum, EMA and schedule.  The run's settings (data, model, "
                   "epochs, batch, rates, augmentation, precision...) are the checkpoint's where "
                   "no flag is given; a flag given wins, with a warning where it changes the run; "
-                  "--recipe R takes R's settings instead");
+                  "--recipe R takes R's settings instead.  From the run's latest checkpoint with "
+                  "no output named, it writes the run's outputs (--checkpoint, --save, --json, "
+                  "--log-dir) too");
   cmd->add_option("--json", o.json,
                   "Write the run's report (options, per-epoch metrics, time) as JSON");
   add_enum_option(cmd, "--norm", o.norm, kThinNetNorms,
@@ -321,10 +324,18 @@ void apply_recipe(TrainFlags& f) {
     train::check_resume_file(o.resume);
     const auto meta = train::checkpoint_meta(train::read_state_dict(o.resume), o.resume);
     resumed = meta.value("options", nlohmann::json::object());
-    // Its outputs, where none is named: a resume the interrupted run's hint suggests (--resume C
-    // alone) goes on writing them, so a second interruption loses nothing.
-    if (unset("--save") && unset("--checkpoint") && unset("--keep-checkpoints") &&
-        unset("--log-dir") && unset("--json")) {
+    // Its outputs, where none is named and C is the run's own latest checkpoint (the interrupted
+    // run's hint, "--resume C goes on from there"): the run goes on writing them, so a second
+    // interruption loses nothing.  From an earlier epoch's copy (C.epochN) they would replace the
+    // later epochs' results: nothing is written unless named.
+    const std::string own = resumed.value("checkpoint", std::string());
+    const bool none_named = unset("--save") && unset("--checkpoint") &&
+                            unset("--keep-checkpoints") && unset("--log-dir") && unset("--json");
+    if (none_named && (own.empty() || tools::resolved(own) != tools::resolved(o.resume)))
+      f.dropped_outputs = " (nothing: " + o.resume +
+                          " is not the run's latest checkpoint; name --checkpoint, --save or "
+                          "--json to keep this run's results)";
+    if (none_named && !own.empty() && tools::resolved(own) == tools::resolved(o.resume)) {
       // Each where its folder still is (a checkpoint copied to another machine: not there).
       for (const auto& [flag, key, path] : {std::tuple{"--checkpoint", "checkpoint", &o.checkpoint},
                                             {"--save", "save", &o.save},
@@ -332,11 +343,16 @@ void apply_recipe(TrainFlags& f) {
                                             {"--json", "json", &o.json}}) {
         const std::string saved = resumed.value(key, std::string());
         std::error_code ec;
-        if (saved.empty() || !fs::is_directory(fs::path(saved).parent_path(), ec)) continue;
+        if (saved.empty()) continue;
+        if (!fs::is_directory(fs::path(saved).parent_path(), ec)) {
+          f.dropped_outputs += std::string(" ") + flag + " " + saved + " (its folder is gone)";
+          continue;
+        }
         *path = saved;
         f.taken_outputs += std::string(" ") + flag + " " + saved;
       }
       o.keep_checkpoints = !o.checkpoint.empty() && resumed.value("keep_checkpoints", false);
+      if (o.keep_checkpoints) f.taken_outputs += " --keep-checkpoints";
     }
     // Its data, and the data's own settings with it (whatever --recipe says; not for other data).
     if (unset("--data")) {
@@ -372,6 +388,9 @@ void apply_recipe(TrainFlags& f) {
   f.from_checkpoint = !o.resume.empty() && unset("--recipe");
   if (f.from_checkpoint) {
     train::take_run_options(resumed, r, o.resume);
+    // A checkpoint from before crops honoured --flip (its options record no "json") says "off"
+    // for crops that were flipped.
+    if (!resumed.contains("json") && (!arrays || r.res.res > 0)) r.flip = train::Flip::kOn;
     // ...in the mode and precision it ran in, where this device has them (a GPU's run resumed
     // on a CPU goes on in fp32 or bf16, and the warning names the change).
     if (unset("--fast") && unset("--amp") && unset("--amp-dtype")) {
@@ -465,6 +484,7 @@ void print_recipe(const TrainFlags& f) {
   const auto& o = f.o;
   if (!f.taken_outputs.empty())
     std::printf("writing as the resumed run did:%s\n", f.taken_outputs.c_str());
+  if (!f.dropped_outputs.empty()) std::printf("not writing%s\n", f.dropped_outputs.c_str());
   std::printf("recipe %s: %s", enum_name(train::kRecipeNames, o.recipe), o.model.c_str());
   if (models::family(o.model) != models::Family::kResNet)
     std::printf(" blocks %s filters %s", comma_list(o.blocks).c_str(),

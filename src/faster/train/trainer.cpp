@@ -530,10 +530,16 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
     FASTER_THROW(
         "--translate shifts small datasets as stored on the device: it needs --loader device, "
         "and no --res");
-  // As stored, the data decides --flip auto; crops (JPEG data, --res) flip unless --flip off.
-  o.flip = as_stored_on_device    ? resolve_flip(o.flip, d)
-           : o.flip == Flip::kOff ? Flip::kOff
-                                  : Flip::kOn;
+  // As stored on the device, the data decides --flip auto; crops (JPEG data, --res) flip unless
+  // --flip off; the host loader serves a small dataset as stored unflipped.
+  const bool crops = !d.arrays() || o.res.res > 0;
+  if (!as_stored_on_device && !crops && o.flip == Flip::kOn)
+    FASTER_THROW(
+        "--flip on flips a small dataset as stored with --loader device, or its crops (--res N); "
+        "the host loader serves it unflipped");
+  o.flip = as_stored_on_device             ? resolve_flip(o.flip, d)
+           : crops && o.flip != Flip::kOff ? Flip::kOn
+                                           : Flip::kOff;
   if (o.alternate_flips && as_stored_on_device && o.flip == Flip::kOff && is_main)
     log::warn("--alternate-flips: ", o.data,
               " is not flipped (--flip auto flips Fashion-MNIST and CIFAR-10 only): nothing to "
@@ -688,7 +694,10 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   // of a job are stopped by their launcher).
   std::optional<InterruptScope> interrupt;
   if (world.source == "single") interrupt.emplace();
-  int epochs_saved = !o.checkpoint.empty() && o.checkpoint == o.resume ? start_epoch : 0;
+  int epochs_saved = !o.checkpoint.empty() && !o.resume.empty() &&
+                             tools::resolved(o.checkpoint) == tools::resolved(o.resume)
+                         ? start_epoch
+                         : 0;
   const auto stop_if_interrupted = [&](int epoch, const char* where) {
     const int signal = interrupt ? InterruptScope::received() : 0;
     if (signal == 0) return;

@@ -102,9 +102,12 @@ TrainingData open_training_data(const std::string& data, const std::string& val_
   const fs::path root(data);
   // One split of class folders with --val-data beside it (torchvision's ImageFolder(train) and
   // ImageFolder(val)) is the training split itself.
-  const bool split_with_val = !val_data.empty() && fs::is_directory(root, ec) &&
-                              !fs::is_directory(root / "train", ec) && !data::is_lmdb_path(root) &&
-                              !data::is_small_dataset(root) && !subfolders(root).empty();
+  // (A class named "train" holds images, not class folders; a root's own val/ is not beside it.)
+  const bool split_with_val =
+      !val_data.empty() && fs::is_directory(root, ec) && !data::is_lmdb_path(root) &&
+      !data::is_small_dataset(root) && !subfolders(root).empty() &&
+      (!fs::is_directory(root / "train", ec) || subfolders(root / "train").empty()) &&
+      !fs::equivalent(fs::absolute(val_data).parent_path(), root, ec);
   const bool images =
       data::is_lmdb_path(root) || fs::is_directory(root / "train", ec) || split_with_val;
   if (!images) {
