@@ -263,12 +263,18 @@ TEST(Cli, ResumeContinuesTheCheckpointsRun) {
   const auto ckpt_time = std::filesystem::last_write_time(d / "c.ckpt");
   r = test::run_faster("train --device cpu --resume " + p("c.ckpt.epoch1"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("not writing (nothing: " + p("c.ckpt.epoch1") +
-                          " is not the run's latest checkpoint"),
+  EXPECT_NE(r.output.find("not writing (nothing: its run checkpoints to " + p("c.ckpt") + ", not " +
+                          p("c.ckpt.epoch1")),
             std::string::npos)
       << r.output;
   EXPECT_EQ(std::filesystem::last_write_time(d / "c.ckpt"), ckpt_time);
   EXPECT_EQ(nlohmann::json::parse(test::read_file(d / "whole.json"))["epochs"].size(), 2u);
+  // The run's own outputs are the run's: with other settings they are not written over.
+  expect_one_line_error("train --device cpu --resume " + p("c.ckpt") + " --epochs 3 --lr 0.01",
+                        "with other settings (lr 0.01 (was 0.02)) would write over its run's "
+                        "outputs",
+                        2);
+  EXPECT_EQ(std::filesystem::last_write_time(d / "c.ckpt"), ckpt_time);
   // From the run's own checkpoint (the interrupted run's hint: "--resume C goes on from there"),
   // named relative to another folder, it goes on writing the run's outputs.
   r = test::run_shell("cd " + (d / "fashion-data").string() + " && " + FASTER_BIN +

@@ -285,6 +285,15 @@ TEST(ImageTrain, ASplitWithValDataTrainsAsItsRootDoes) {
   }
   const auto trains = run((t / "a").string() + " --val-data " + (t / "v").string(), "t.json");
   EXPECT_EQ(trains.value("classes", 0), 2) << trains.dump();
+  // A root of LMDB splits with --val-data elsewhere stays a root (its train/ has no subfolders).
+  for (const char* split : {"train", "val"})
+    ASSERT_EQ(test::run_faster("pack --src " + (exported(200) / split).string() + " --out " +
+                               (t / "lm" / split).string())
+                  .exit_code,
+              0);
+  const auto lmdb =
+      run((t / "lm").string() + " --val-data " + (exported(200) / "val").string() + "/", "lm.json");
+  EXPECT_EQ(lmdb["epochs"][0]["train_loss"], root["epochs"][0]["train_loss"]);
 }
 
 // A bad image in each split: training replaces it by the next image and eval leaves it out of the

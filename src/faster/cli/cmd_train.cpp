@@ -331,11 +331,19 @@ void apply_recipe(TrainFlags& f) {
     const std::string own = resumed.value("checkpoint", std::string());
     const bool none_named = unset("--save") && unset("--checkpoint") &&
                             unset("--keep-checkpoints") && unset("--log-dir") && unset("--json");
-    if (none_named && (own.empty() || tools::resolved(own) != tools::resolved(o.resume)))
-      f.dropped_outputs = " (nothing: " + o.resume +
-                          " is not the run's latest checkpoint; name --checkpoint, --save or "
-                          "--json to keep this run's results)";
-    if (none_named && !own.empty() && tools::resolved(own) == tools::resolved(o.resume)) {
+    std::error_code same_ec;
+    const bool latest =
+        !own.empty() && (tools::resolved(own) == tools::resolved(o.resume) ||
+                         fs::equivalent(own, o.resume, same_ec));  // C.epochN linked to C
+    const std::string keep = "; name --checkpoint, --save or --json to keep this run's results)";
+    if (none_named && own.empty())
+      f.dropped_outputs = " (nothing: " + o.resume + " records no outputs of its run" + keep;
+    else if (none_named && !latest)
+      f.dropped_outputs = " (nothing: its run checkpoints to " + own + ", not " + o.resume + keep;
+    else if (!none_named && latest)
+      f.dropped_outputs = " the run's outputs but those named (naming one names them all)";
+    if (none_named && latest) {
+      o.outputs_from_checkpoint = true;
       // Each where its folder still is (a checkpoint copied to another machine: not there).
       for (const auto& [flag, key, path] : {std::tuple{"--checkpoint", "checkpoint", &o.checkpoint},
                                             {"--save", "save", &o.save},

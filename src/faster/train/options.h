@@ -144,6 +144,9 @@ struct TrainOptions {
   bool keep_checkpoints = false;            // also keep each epoch's as CHECKPOINT.epochN
   std::string resume;                       // a checkpoint to continue from
   std::string json;  // the run's report (the CLI writes it; recorded so a resume writes it too)
+  // The outputs are those the resumed checkpoint's run recorded (a bare resume of its latest
+  // checkpoint): the run must then be that run (train refuses other settings).
+  bool outputs_from_checkpoint = false;
   std::string mode_name = "custom";          // label for reports ("baseline", "fast", ...)
   Recipe recipe = Recipe::kSeed;             // the recipe that filled what was not given (reports)
   models::Norm norm = models::Norm::kBatch;  // ThinNet's normalization: batch or none

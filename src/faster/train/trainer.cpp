@@ -133,14 +133,17 @@ constexpr const char* kRunKeys[] = {
 // but the run then differs from the uninterrupted one: one warning names what changed.  The
 // settings compared are kRunKeys, and --epochs where the rate decays to the run's end (cosine,
 // linear: another end is another schedule).
-void warn_about_changed_options(const nlohmann::json& saved, const nlohmann::json& now,
-                                const std::string& checkpoint) {
+// A run that writes its checkpoint's run's own outputs (a bare resume of its latest checkpoint)
+// must be that run: with other settings it would replace that run's results with another's, so it
+// is refused, naming them (--epochs may still grow: the same run, trained on).  `crops`: the run
+// crops its images (a checkpoint from before crops honoured --flip says "off" for crops that
+// flipped).
+void warn_about_changed_options(nlohmann::json saved, const nlohmann::json& now,
+                                const std::string& checkpoint, bool crops, bool its_outputs,
+                                bool speak) {
   if (!saved.is_object()) return;
+  if (crops && !saved.contains("json") && saved.value("flip", "") == "off") saved["flip"] = "on";
   std::string changed;
-  const std::string decay = now.value("lr_decay", "");
-  if (decay == "cosine" || decay == "linear")
-    if (saved.contains("epochs") && now.contains("epochs") && saved["epochs"] != now["epochs"])
-      changed = "epochs " + now["epochs"].dump() + " (was " + saved["epochs"].dump() + ")";
   for (const char* key : kRunKeys) {
     if (!saved.contains(key) || !now.contains(key) || saved[key] == now[key]) continue;
     if (std::string(key) == "data" && saved[key].is_string() && now[key].is_string() &&
@@ -150,7 +153,16 @@ void warn_about_changed_options(const nlohmann::json& saved, const nlohmann::jso
     changed += std::string(changed.empty() ? "" : ", ") + key + " " + now[key].dump() + " (was " +
                saved[key].dump() + ")";
   }
-  if (!changed.empty())
+  if (!changed.empty() && its_outputs)
+    throw UsageError("--resume " + checkpoint + " with other settings (" + changed +
+                     ") would write over its run's outputs: name --checkpoint, --save or --json "
+                     "for this run, or resume with the run's settings");
+  const std::string decay = now.value("lr_decay", "");
+  if (decay == "cosine" || decay == "linear")
+    if (saved.contains("epochs") && now.contains("epochs") && saved["epochs"] != now["epochs"])
+      changed = "epochs " + now["epochs"].dump() + " (was " + saved["epochs"].dump() + ")" +
+                (changed.empty() ? "" : ", ") + changed;
+  if (!changed.empty() && speak)
     log::warn("--resume ", checkpoint, ": ", changed,
               "; training goes on, but not as the uninterrupted run would have");
 }
@@ -642,8 +654,9 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
     if (start_epoch >= o.epochs)
       FASTER_THROW("--resume ", o.resume, " has done ", start_epoch, " epoch(s) of --epochs ",
                    o.epochs, ": nothing left to train (a larger --epochs trains on)");
-    if (is_main)
-      warn_about_changed_options(meta.value("options", nlohmann::json()), report.options, o.resume);
+    // Every rank: a refusal stops them all alike; rank 0 speaks.
+    warn_about_changed_options(meta.value("options", nlohmann::json()), report.options, o.resume,
+                               !d.arrays() || o.res.res > 0, o.outputs_from_checkpoint, is_main);
   }
   report.start_epoch = start_epoch;
   report.is_main = is_main;
