@@ -52,6 +52,7 @@ struct TrainFlags {
   bool ramp_taken = false;      // --res-ramp's epochs are the checkpoint's
   std::string taken_outputs;    // " --checkpoint C --save S ...": a resume's, from its checkpoint
   std::string dropped_outputs;  // what of them is not written, and why
+  bool arrays = false;          // --data is a small dataset (apply_recipe looks once)
 
   // Whether the command line gave `flag` (else a recipe or a default decides).
   bool given(const char* flag) const { return cmd->get_option(flag)->count() > 0; }
@@ -331,10 +332,8 @@ void apply_recipe(TrainFlags& f) {
     const std::string own = resumed.value("checkpoint", std::string());
     const bool none_named = unset("--save") && unset("--checkpoint") &&
                             unset("--keep-checkpoints") && unset("--log-dir") && unset("--json");
-    std::error_code same_ec;
-    const bool latest =
-        !own.empty() && (tools::resolved(own) == tools::resolved(o.resume) ||
-                         fs::equivalent(own, o.resume, same_ec));  // C.epochN linked to C
+    std::error_code same_ec;  // C named otherwise, or a C.epochN linked to C, is C
+    const bool latest = !own.empty() && fs::equivalent(own, o.resume, same_ec);
     const std::string keep = "; name --checkpoint, --save or --json to keep this run's results)";
     if (none_named && own.empty())
       f.dropped_outputs = " (nothing: " + o.resume + " records no outputs of its run" + keep;
@@ -377,7 +376,7 @@ void apply_recipe(TrainFlags& f) {
   // The files first: what is derived below from a dataset or a checkpoint that is not there would
   // only blame a flag for it.
   train::check_run_files(o);
-  const bool arrays = data::is_small_dataset(o.data);
+  const bool arrays = f.arrays = data::is_small_dataset(o.data);
   // JPEG data: the loader's streams (nvJPEG's stage, the host copies) run beside the training's;
   // before resolve_device below, the first CUDA call.
   if (!arrays) ask_for_more_work_queues();  // whatever the device: a test can see it on a CPU
@@ -395,10 +394,8 @@ void apply_recipe(TrainFlags& f) {
   auto r = train::recipe_options(o.recipe);
   f.from_checkpoint = !o.resume.empty() && unset("--recipe");
   if (f.from_checkpoint) {
+    train::read_old_crop_flips(resumed, arrays);
     train::take_run_options(resumed, r, o.resume);
-    // A checkpoint from before crops honoured --flip (its options record no "json") says "off"
-    // for crops that were flipped.
-    if (!resumed.contains("json") && (!arrays || r.res.res > 0)) r.flip = train::Flip::kOn;
     // ...in the mode and precision it ran in, where this device has them (a GPU's run resumed
     // on a CPU goes on in fp32 or bf16, and the warning names the change).
     if (unset("--fast") && unset("--amp") && unset("--amp-dtype")) {
@@ -519,7 +516,7 @@ void print_recipe(const TrainFlags& f) {
 void check_distinct_outputs(const TrainFlags& f) {
   const auto& o = f.o;
   const auto same = [](const std::string& a, const std::string& b) {
-    return !a.empty() && !b.empty() && tools::resolved(a) == tools::resolved(b);
+    return !a.empty() && !b.empty() && resolved(a) == resolved(b);
   };
   const std::pair<const char*, const std::string*> outputs[] = {
       {"--save", &o.save}, {"--checkpoint", &o.checkpoint}, {"--json", &o.json}};
@@ -541,7 +538,7 @@ void resolve_flags(TrainFlags& f) {
   check_distinct_outputs(f);
   apply_recipe(f);
   if (!f.taken_outputs.empty()) check_distinct_outputs(f);
-  const bool arrays = data::is_small_dataset(o.data);
+  const bool arrays = f.arrays;
   // --res 0 trains a small dataset as stored (a ResNet's recipe crops it otherwise); JPEG images
   // need a crop size.
   if (f.given("--res") && o.res.res == 0 && !arrays)

@@ -18,16 +18,6 @@ bool inside(const fs::path& inner, const fs::path& outer) {
 
 }  // namespace
 
-fs::path resolved(const fs::path& p) {
-  std::error_code ec;
-  const fs::path absolute = fs::absolute(p, ec);
-  // Links followed before any "..": L/.. is L's target's parent, not L's folder.
-  const fs::path canonical = fs::weakly_canonical(absolute, ec);
-  // A prefix that cannot be examined (no permission to search it, a link loop): the path as
-  // written, made absolute, rather than an empty path, which would equal every other such path.
-  return ec ? absolute.lexically_normal() : canonical;
-}
-
 bool is_inside(const fs::path& path, const fs::path& dir) {
   return inside(resolved(path), resolved(dir));
 }

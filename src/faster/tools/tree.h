@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <string>
 
+#include "faster/core/file.h"  // resolved()
+
 namespace faster::tools {
 
 // Refuses source and destination trees that are the same or nested in either direction: a
@@ -14,9 +16,6 @@ namespace faster::tools {
 void check_separate_trees(const std::filesystem::path& src, const std::filesystem::path& dst,
                           const std::string& dst_flag = "--dst",
                           const std::string& src_flag = "--src");
-// `p` as the folder or file it names: absolute, symlinks resolved (as far as it exists), so that
-// two names of one place compare equal.
-std::filesystem::path resolved(const std::filesystem::path& p);
 // Whether `path` is `dir` or below it, symlinks resolved.
 bool is_inside(const std::filesystem::path& path, const std::filesystem::path& dir);
 

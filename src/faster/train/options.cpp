@@ -314,6 +314,12 @@ class RunRecord {
 };
 }  // namespace
 
+void read_old_crop_flips(nlohmann::json& saved, bool arrays) {
+  if (!saved.is_object() || saved.contains("json")) return;
+  const bool crops = !arrays || saved.value("res", 0) > 0;
+  if (crops && saved.value("flip", "") == "off") saved["flip"] = "on";
+}
+
 void take_run_options(const nlohmann::json& saved, TrainOptions& o, const std::string& where) {
   if (!saved.is_object()) return;
   const RunRecord r(saved, where);

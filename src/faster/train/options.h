@@ -195,5 +195,8 @@ nlohmann::json options_json(const TrainOptions& o);
 // and its limits where no other data is given), the outputs, the device or the loader's threads.
 // Throws faster::Error naming `where` for a value of the wrong kind.
 void take_run_options(const nlohmann::json& saved, TrainOptions& o, const std::string& where);
+// A record from before crops honoured --flip (it has no "json" key) says "off" for crops that were
+// flipped: `saved` then says "on".  `arrays`: the data is a small dataset (cropped with a "res").
+void read_old_crop_flips(nlohmann::json& saved, bool arrays);
 
 }  // namespace faster::train

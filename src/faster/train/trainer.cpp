@@ -15,6 +15,7 @@
 
 #include "faster/core/early_context.h"
 #include "faster/core/error.h"
+#include "faster/core/file.h"
 #include "faster/core/gpu_info.h"
 #include "faster/core/interrupt.h"
 #include "faster/core/launch_env.h"
@@ -132,23 +133,18 @@ constexpr const char* kRunKeys[] = {
 // Resuming with other settings than the checkpoint's is allowed (a lower rate to fine-tune, say),
 // but the run then differs from the uninterrupted one: one warning names what changed.  The
 // settings compared are kRunKeys, and --epochs where the rate decays to the run's end (cosine,
-// linear: another end is another schedule).
+// linear: another end is another schedule); rank 0 (`speak`) warns.
 // A run that writes its checkpoint's run's own outputs (a bare resume of its latest checkpoint)
 // must be that run: with other settings it would replace that run's results with another's, so it
-// is refused, naming them (--epochs may still grow: the same run, trained on).  `crops`: the run
-// crops its images (a checkpoint from before crops honoured --flip says "off" for crops that
-// flipped).
-void warn_about_changed_options(nlohmann::json saved, const nlohmann::json& now,
-                                const std::string& checkpoint, bool crops, bool its_outputs,
-                                bool speak) {
+// is refused, naming them (--epochs may still grow: the same run, trained on).
+void check_resumed_options(const nlohmann::json& saved, const nlohmann::json& now,
+                           const std::string& checkpoint, bool its_outputs, bool speak) {
   if (!saved.is_object()) return;
-  if (crops && !saved.contains("json") && saved.value("flip", "") == "off") saved["flip"] = "on";
   std::string changed;
   for (const char* key : kRunKeys) {
     if (!saved.contains(key) || !now.contains(key) || saved[key] == now[key]) continue;
     if (std::string(key) == "data" && saved[key].is_string() && now[key].is_string() &&
-        tools::resolved(saved[key].get<std::string>()) ==
-            tools::resolved(now[key].get<std::string>()))
+        resolved(saved[key].get<std::string>()) == resolved(now[key].get<std::string>()))
       continue;  // the same folder, however it is named
     changed += std::string(changed.empty() ? "" : ", ") + key + " " + now[key].dump() + " (was " +
                saved[key].dump() + ")";
@@ -655,8 +651,9 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
       FASTER_THROW("--resume ", o.resume, " has done ", start_epoch, " epoch(s) of --epochs ",
                    o.epochs, ": nothing left to train (a larger --epochs trains on)");
     // Every rank: a refusal stops them all alike; rank 0 speaks.
-    warn_about_changed_options(meta.value("options", nlohmann::json()), report.options, o.resume,
-                               !d.arrays() || o.res.res > 0, o.outputs_from_checkpoint, is_main);
+    auto saved = meta.value("options", nlohmann::json::object());
+    read_old_crop_flips(saved, d.arrays());
+    check_resumed_options(saved, report.options, o.resume, o.outputs_from_checkpoint, is_main);
   }
   report.start_epoch = start_epoch;
   report.is_main = is_main;
@@ -707,10 +704,9 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   // of a job are stopped by their launcher).
   std::optional<InterruptScope> interrupt;
   if (world.source == "single") interrupt.emplace();
-  int epochs_saved = !o.checkpoint.empty() && !o.resume.empty() &&
-                             tools::resolved(o.checkpoint) == tools::resolved(o.resume)
-                         ? start_epoch
-                         : 0;
+  std::error_code same_ec;  // the checkpoint written is the one read, however either is named
+  int epochs_saved =
+      !o.resume.empty() && fs::equivalent(o.checkpoint, o.resume, same_ec) ? start_epoch : 0;
   const auto stop_if_interrupted = [&](int epoch, const char* where) {
     const int signal = interrupt ? InterruptScope::received() : 0;
     if (signal == 0) return;

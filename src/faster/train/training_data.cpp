@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "faster/core/error.h"
+#include "faster/core/file.h"
 #include "faster/data/sources/array_source.h"
 #include "faster/data/sources/folder_source.h"
 #include "faster/data/sources/lmdb_source.h"
@@ -104,14 +105,12 @@ TrainingData open_training_data(const std::string& data, const std::string& val_
   // ImageFolder(val)) is the training split itself.
   // (A class named "train" holds images, not class folders as a root's train/ does, nor is it an
   // LMDB; a root's own val/ is not beside it.)
-  fs::path val = val_data.empty() ? fs::path() : fs::absolute(val_data, ec).lexically_normal();
-  if (!val.has_filename()) val = val.parent_path();  // "v/" -> "v"
   const bool split_with_val =
       !val_data.empty() && fs::is_directory(root, ec) && !data::is_lmdb_path(root) &&
       !data::is_small_dataset(root) && !subfolders(root).empty() &&
       (!fs::is_directory(root / "train", ec) ||
        (subfolders(root / "train").empty() && !data::is_lmdb_path(root / "train"))) &&
-      !fs::equivalent(val.parent_path(), root, ec);
+      !fs::equivalent(resolved(val_data).parent_path(), root, ec);
   const bool images =
       data::is_lmdb_path(root) || fs::is_directory(root / "train", ec) || split_with_val;
   if (!images) {

@@ -19,6 +19,7 @@
 
 #include "faster/core/error.h"
 #include "faster/core/fd.h"
+#include "faster/core/file.h"
 
 namespace faster::data {
 namespace fs = std::filesystem;
@@ -74,10 +75,7 @@ bool has_jpeg_extension(const std::string& name) {
 
 void check_tree_finished(const fs::path& dir) {
   // The folder itself, however it is named (a trailing "/" or "/.", a link to it), and its parent.
-  std::error_code ec;
-  fs::path folder = fs::weakly_canonical(fs::absolute(dir), ec);
-  if (ec) folder = fs::absolute(dir).lexically_normal();
-  if (!folder.has_filename()) folder = folder.parent_path();  // "a/b/" -> "a/b"
+  const fs::path folder = resolved(dir);
   for (const fs::path& d : {folder, folder.parent_path()})
     for (const char* name : kTreeManifests) {
       std::ifstream in(d / name);
