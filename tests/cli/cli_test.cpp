@@ -242,8 +242,14 @@ TEST(Cli, ResumeContinuesTheCheckpointsRun) {
                           "warmup_epochs", "train_limit", "test_limit", "epochs", "recipe"})
     EXPECT_EQ(resumed["options"][key], whole["options"][key]) << key;
   EXPECT_EQ(resumed["options"].value("data", ""), data.string());
-  ASSERT_EQ(resumed["epochs"].size(), 1u);
-  EXPECT_NEAR(resumed["epochs"][0].value("train_loss", 0.0),
+  // Its report is the run's: the checkpoint's first epoch as recorded, then the one it trained.
+  ASSERT_EQ(resumed["epochs"].size(), 2u);
+  EXPECT_EQ(resumed.value("start_epoch", 0), 1);
+  for (const char* key : {"epoch", "train_loss", "test_accuracy", "lr", "process_seconds"})
+    EXPECT_EQ(resumed["epochs"][0].value(key, nlohmann::json()),
+              whole["epochs"][0].value(key, nlohmann::json()))
+        << key;
+  EXPECT_NEAR(resumed["epochs"][1].value("train_loss", 0.0),
               whole["epochs"][1].value("train_loss", 1.0), 1e-6);
   EXPECT_NEAR(resumed.value("final_test_accuracy", 0.0), whole.value("final_test_accuracy", 1.0),
               1e-9);
@@ -286,7 +292,11 @@ TEST(Cli, ResumeContinuesTheCheckpointsRun) {
       << r.output;
   EXPECT_NE(std::filesystem::last_write_time(d / "c.ckpt"), ckpt_time);
   EXPECT_TRUE(std::filesystem::exists(d / "c.ckpt.epoch3"));
-  EXPECT_EQ(nlohmann::json::parse(test::read_file(d / "whole.json"))["epochs"].size(), 1u);
+  // The run's report goes on: its two epochs, then the third.
+  const auto extended = nlohmann::json::parse(test::read_file(d / "whole.json"));
+  ASSERT_EQ(extended["epochs"].size(), 3u);
+  EXPECT_EQ(extended["epochs"][1], whole["epochs"][1]);
+  EXPECT_EQ(extended["epochs"][2].value("epoch", 0), 3);
   // A progressive-resizing end needs its ramp: the checkpoint's run had none to take.
   expect_one_line_error("train --device cpu --resume " + p("c.ckpt.epoch1") + " --res-end 28",
                         "--res-end needs --res-ramp A:B", 2);

@@ -68,6 +68,36 @@ nlohmann::json EpochStats::to_json() const {
   return j;
 }
 
+EpochStats EpochStats::from_json(const nlohmann::json& j) {
+  EpochStats e;
+  e.epoch = j.value("epoch", 0);
+  e.train_loss = j.value("train_loss", 0.0);
+  e.seconds = j.value("seconds", 0.0);
+  e.train_seconds = j.value("train_seconds", 0.0);
+  e.loader_wait_seconds = j.value("loader_wait_seconds", 0.0);
+  e.train_images = j.value("train_images", int64_t{0});
+  e.skipped_images = j.value("skipped_images", int64_t{0});
+  e.lr = j.value("lr", 0.0);
+  e.res = j.value("res", 0);
+  e.process_seconds = j.value("process_seconds", 0.0);
+  if (const auto l = j.find("loader"); l != j.end() && l->is_object()) {
+    e.loader_cpu_seconds = l->value("cpu_seconds", 0.0);
+    e.loader_gpu_seconds = l->value("gpu_seconds", 0.0);
+    e.loader_gpu_parse_seconds = l->value("gpu_parse_seconds", 0.0);
+    e.loader_gpu_call_seconds = l->value("gpu_call_seconds", 0.0);
+    e.loader_gpu_wait_seconds = l->value("gpu_wait_seconds", 0.0);
+    e.loader_images = l->value("images", int64_t{0});
+    e.loader_gpu_images = l->value("gpu_images", int64_t{0});
+  }
+  e.evaluated = j.contains("test_accuracy");
+  if (e.evaluated) {
+    e.test_loss = j.value("test_loss", 0.0);
+    e.test_accuracy = j.value("test_accuracy", 0.0);
+    e.test_top5 = j.value("test_top5", 0.0);
+  }
+  return e;
+}
+
 nlohmann::json TrainReport::to_json() const {
   nlohmann::json j;
   j["options"] = options;
@@ -82,6 +112,7 @@ nlohmann::json TrainReport::to_json() const {
   j["cuda_env"] = cuda_env;
   j["train_images_per_second"] = train_images_per_second;
   j["epochs"] = nlohmann::json::array();
+  for (const auto& e : earlier_epochs) j["epochs"].push_back(e.to_json());
   for (const auto& e : epochs) j["epochs"].push_back(e.to_json());
   if (const auto acc = final_test_accuracy()) j["final_test_accuracy"] = *acc;
   return j;
@@ -647,6 +678,10 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
     reorder_saved_flats(stepper.sgd(), o.channels_last,
                         meta.value("options", nlohmann::json::object()), flats);
     start_epoch = meta.value("epochs_done", 0);
+    if (const auto h = meta.find("epochs"); h != meta.end() && h->is_array())
+      for (const auto& e : *h)
+        if (e.is_object() && e.value("epoch", 0) <= start_epoch)
+          report.earlier_epochs.push_back(EpochStats::from_json(e));
     if (start_epoch >= o.epochs)
       FASTER_THROW("--resume ", o.resume, " has done ", start_epoch, " epoch(s) of --epochs ",
                    o.epochs, ": nothing left to train (a larger --epochs trains on)");
@@ -731,6 +766,10 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
     meta["epochs_done"] = epoch + 1;
     meta["step"] = step;
     meta["options"] = report.options;
+    // The run's history so far: a resumed run's report and chart go on from it.
+    auto& history = meta["epochs"] = nlohmann::json::array();
+    for (const auto* list : {&report.earlier_epochs, &report.epochs})
+      for (const auto& e : *list) history.push_back(e.to_json());
     save_checkpoint(o.checkpoint, model.module(), parts, meta);
     epochs_saved = epoch + 1;
     if (o.keep_checkpoints) {  // a second name for the same file (torchvision's model_N.pth)
@@ -852,7 +891,9 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
       auto entry = e.to_json();
       entry["event"] = "epoch";
       log.write(entry);
-      log.chart(o.model + " on " + report.data, report.epochs);
+      auto run = report.earlier_epochs;
+      run.insert(run.end(), report.epochs.begin(), report.epochs.end());
+      log.chart(o.model + " on " + report.data, run);
     }
     if (callbacks.on_epoch && is_main) callbacks.on_epoch(report.epochs.back());
   }

@@ -39,10 +39,16 @@ struct EpochStats {
   double process_seconds = 0;  // since the process started, at the end of the epoch (test included)
 
   nlohmann::json to_json() const;
+  // Reads to_json's record back (a checkpoint's history); fields it lacks stay 0.
+  static EpochStats from_json(const nlohmann::json& j);
 };
 
 struct TrainReport {
-  std::vector<EpochStats> epochs;
+  std::vector<EpochStats> epochs;  // this process's
+  // A resumed run's epochs before start_epoch, as its checkpoint recorded them (none in a
+  // checkpoint from before they were recorded).  The JSON's "epochs" and the chart are the whole
+  // run: these, then `epochs`.
+  std::vector<EpochStats> earlier_epochs;
   double total_seconds = 0;  // model on the device -> end of the last test epoch (as the peer)
   double train_images_per_second = 0;  // training images over training time (evaluation left out)
   // Since the process started (process_clock.h), at the end of the last test pass: what a stopwatch
@@ -59,7 +65,7 @@ struct TrainReport {
   bool is_main = true;  // rank 0 (or the only process): the one that reports for the job
   nlohmann::json options;
 
-  // Bad images skipped over the whole run (by every rank of a DDP job).
+  // Bad images this process's epochs skipped (by every rank of a DDP job).
   int64_t skipped_images() const;
   // The last test pass's top-1 (%); none when nothing was tested (the data has no val split).
   std::optional<double> final_test_accuracy() const;
