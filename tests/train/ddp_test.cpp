@@ -208,6 +208,29 @@ TEST(Ddp, InterruptedJobNamesItsCheckpoint) {
       << out;
 }
 
+// A DDP job's checkpoint resumed from a shell without flags goes on as the job ran (it was
+// refused: one process, world size 1, would have written over the job's outputs), and says so.
+TEST(Ddp, BareResumeLaunchesTheJobsRanks) {
+  REQUIRE_FASHION_MNIST();
+  test::TempDir t;
+  const auto ckpt = (t / "c.ckpt").string();
+  auto r = test::run_faster("train --parallel ddp --nproc 2 --checkpoint " + ckpt + kSmall);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = test::run_faster("train --resume " + ckpt + " --epochs 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("launching as the resumed run ran: --parallel ddp --nproc 2\n"),
+            std::string::npos)
+      << r.output;
+  const auto meta = train::checkpoint_meta(train::read_state_dict(ckpt), ckpt);
+  EXPECT_EQ(meta.value("epochs_done", 0), 2);
+  EXPECT_EQ(meta["options"].value("world_size", 0), 2);
+  EXPECT_EQ(meta["options"].value("parallel", ""), "ddp");
+  // --parallel given decides: one process, which would write over the job's outputs, is refused.
+  r = test::run_faster("train --resume " + ckpt + " --epochs 3 --parallel none");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("world_size 1 (was 2)"), std::string::npos) << r.output;
+}
+
 TEST(Ddp, KilledRankEndsTheJobWithinTheBound) {
   REQUIRE_FASHION_MNIST();
   test::TempDir d;

@@ -44,6 +44,7 @@ struct TrainFlags {
   bool fast = false;
   bool no_fuse = false;
   int nproc = 0;
+  bool nproc_taken = false;  // --nproc is a resumed DDP run's world size (apply_recipe)
   CLI::App* cmd = nullptr;
   // Resuming with no --recipe: the checkpoint's run fills what is not given (apply_recipe), its
   // precision too where no --fast/--amp/--amp-dtype is given.
@@ -241,8 +242,9 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--resume", o.resume,
                   "Continue from a --checkpoint file: the next epoch, the same data order, "
                   "weights, momentum, EMA and schedule.  The run's settings (data, model, "
-                  "epochs, batch, rates, augmentation, precision...) are the checkpoint's where "
-                  "no flag is given; a flag given wins, with a warning where it changes the run; "
+                  "epochs, batch, rates, augmentation, precision, DDP and its --nproc...) are "
+                  "the checkpoint's where no flag is given; a flag given wins, with a warning "
+                  "where it changes the run; "
                   "--recipe R takes R's settings instead.  From the run's latest checkpoint with "
                   "no output named, it writes the run's outputs (--checkpoint, --save, --json, "
                   "--log-dir) too");
@@ -360,6 +362,16 @@ void apply_recipe(TrainFlags& f) {
       }
       o.keep_checkpoints = !o.checkpoint.empty() && resumed.value("keep_checkpoints", false);
       if (o.keep_checkpoints) f.taken_outputs += " --keep-checkpoints";
+    }
+    // A DDP run goes on as DDP: inside a launched job (torchrun, srun) the launcher gives the
+    // ranks; from a shell, --nproc its world size launches them here.
+    if (unset("--parallel") && unset("--nproc") && resumed.value("parallel", "") == "ddp") {
+      o.parallel = train::Parallel::kDdp;
+      const char* rank = std::getenv("RANK");
+      if (!(rank && *rank) && !train::in_slurm_step()) {
+        f.nproc = resumed.value("world_size", 1);
+        f.nproc_taken = true;
+      }
     }
     // Its data, and the data's own settings with it (whatever --recipe says; not for other data).
     if (unset("--data")) {
@@ -624,7 +636,7 @@ int run_train(TrainFlags& f) {
           world && *world ? "WORLD_SIZE=" + std::string(world) : std::string("an srun step"),
           ") but --parallel ddp is not given: each rank would train alone; add --parallel ddp");
   }
-  if (f.given("--nproc")) {
+  if (f.given("--nproc") || f.nproc_taken) {
     check_range("--nproc", f.nproc, 1, 1024);
     if (o.parallel != train::Parallel::kDdp) FASTER_USAGE_ERROR("--nproc needs --parallel ddp");
     const char* rank = std::getenv("RANK");
@@ -639,6 +651,9 @@ int run_train(TrainFlags& f) {
     lo.exe = self_exe();
     lo.args = train::without_nproc(own_args());
     lo.checkpoint = o.checkpoint;
+    if (f.nproc_taken)
+      std::printf("launching as the resumed run ran: --parallel ddp --nproc %d\n", f.nproc);
+    std::fflush(stdout);
     return train::launch_local(lo);
   }
   if (!o.json.empty()) tools::check_output_file(o.json, "--json");  // before the run, not after
