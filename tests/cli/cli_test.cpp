@@ -195,6 +195,13 @@ TEST(Cli, ResumeAndOutputFiles) {
   expect_one_line_error(
       "eval --device cpu --weights " + p("m.pt") + test::fashion_mnist_flag() + " --model resnet5",
       "--model 'resnet5' is not a model faster knows", 2);
+  expect_one_line_error(
+      "eval --device cpu --weights " + p("m.pt") + " --data /nonexistent/data --model resnet5",
+      "--model 'resnet5' is not a model faster knows", 2);
+  // eval's --json onto its --weights would replace the weights with the score.
+  expect_one_line_error("eval --device cpu --weights " + p("m.pt") + " --json " +
+                            d.path().string() + "/./m.pt" + test::fashion_mnist_flag(),
+                        "is the --weights file: it would be overwritten", 2);
   // bench's --out onto a file: named, not a filesystem exception.
   expect_one_line_error("bench --cpu --out " + p("m.pt"), "m.pt is a file, not a folder", 1);
   // A missing dataset is named as such, not blamed on a flag of the model it would have meant.

@@ -82,6 +82,20 @@ TEST(Train, SaveWritesAStateDictThatLoadsHereAndInPython) {
   models::ThinNet fresh(mo);
   fresh->eval();
   EXPECT_FALSE(torch::allclose(fresh->forward(x), ours));
+  // Weights that are not finite (a diverged run's) are refused by eval, naming the tensor: they
+  // scored as chance with a NaN loss, exit 0.
+  {
+    torch::NoGradGuard no_grad;
+    loaded->named_parameters()["fc.weight"].view(-1)[3] = std::nan("");
+  }
+  const auto nan_path = (dir / "nan.pt").string();
+  save_state_dict(*loaded, nan_path);
+  const auto nan_eval =
+      test::run_faster("eval --device cpu --weights " + nan_path + test::fashion_mnist_flag());
+  EXPECT_EQ(nan_eval.exit_code, 1) << nan_eval.output;
+  EXPECT_NE(nan_eval.output.find("nan.pt holds weights that are not finite (fc.weight)"),
+            std::string::npos)
+      << nan_eval.output;
 
   const auto py = test::run_shell("/usr/bin/python3 -c 'import torch' 2>/dev/null");
   if (py.exit_code != 0) GTEST_SKIP() << "no Python torch: the Python half of the check is skipped";

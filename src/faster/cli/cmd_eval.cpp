@@ -6,6 +6,7 @@
 #include "faster/cli/command.h"
 #include "faster/core/early_context.h"
 #include "faster/core/error.h"
+#include "faster/core/file.h"
 #include "faster/data/sources/array_dataset.h"
 #include "faster/tools/file_io.h"
 #include "faster/train/trainer.h"
@@ -64,7 +65,11 @@ void add_eval(CLI::App& root, int& exit_code) {
                 "as a checkpoint's own run tested, else off)");
   cmd->add_option("--json", f->json, "Also write the result as JSON to this file");
   cmd->callback([f, cmd, &exit_code] {
-    if (!f->json.empty()) tools::check_output_file(f->json, "--json");
+    if (!f->json.empty()) {
+      tools::check_output_file(f->json, "--json");
+      if (resolved(f->json) == resolved(f->o.weights))
+        FASTER_USAGE_ERROR("--json ", f->json, " is the --weights file: it would be overwritten");
+    }
     if (cmd->get_option("--tta")->count() > 0) f->o.tta = f->tta;
     if (cmd->get_option("--ema")->count() > 0) f->o.ema = f->ema;
     if (cmd->get_option("--tta-shifts")->count() > 0) f->o.tta_shifts = f->tta_shifts;

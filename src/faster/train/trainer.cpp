@@ -947,6 +947,7 @@ EvalReport evaluate(const EvalOptions& e) {
   if (device.is_cpu() && e.decode == Decode::kNvjpeg)
     refuse_on_cpu(e.device, "--decode nvjpeg", "--decode cpu decodes on the CPU");
   if (device.is_cpu()) configure_cpu_runtime(1);
+  if (!e.model.empty()) models::family(e.model);  // a name faster knows (a usage error if not)
   // The data: a small dataset's test split, a root's val/, or the split named (folder or LMDB).
   TrainingData d;
   const fs::path root(e.data);
@@ -969,7 +970,6 @@ EvalReport evaluate(const EvalOptions& e) {
   for (const auto& kv : dict)
     if (kv.key().rfind(prefix, 0) == 0)
       shapes[kv.key().substr(prefix.size())] = kv.value().sizes().vec();
-  if (!e.model.empty()) models::family(e.model);  // a name faster knows (a usage error if not)
   auto mo = models::infer_model_options(shapes, e.weights);
   if (!e.model.empty() && e.model != mo.name)
     FASTER_THROW(e.weights, " holds ", mo.name, " weights, not --model ", e.model);
@@ -1023,6 +1023,13 @@ EvalReport evaluate(const EvalOptions& e) {
     reorder_saved_flats(stepper.sgd(), o.channels_last, run, {stepper.ema()->state()[0]});
     stepper.swap_ema();
   }
+  // A diverged run's weights score as chance with a NaN loss: said, not scored.
+  for (const auto& named : {model->named_parameters(), model->named_buffers()})
+    for (const auto& kv : named)
+      if (kv.value().is_floating_point() && !torch::isfinite(kv.value()).all().item<bool>())
+        throw Error(e.weights + " holds weights that are not finite (" + kv.key() +
+                        (ema ? ", in the average of weights" : "") + ")",
+                    "a run that diverged? Its earlier checkpoints (--keep-checkpoints) may not");
   auto loader = make_loader(o, d, plan, device, WorldInfo{}, false);
   Timer timer;
   loader->start_epoch(0);
