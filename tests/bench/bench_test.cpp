@@ -1,8 +1,13 @@
 // `faster bench`: the plan, the table format (from a constructed report) and a real short CPU run.
 #include <gtest/gtest.h>
 
+#include <csignal>
+
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <thread>
 #include <tuple>
 
 #include "faster/bench/matrix.h"
@@ -277,6 +282,58 @@ TEST(Bench, ShortCpuRunWithTheTimeToAccuracyRow) {
   EXPECT_NE(svg.find("faster seed 1"), std::string::npos) << svg;
   EXPECT_NE(svg.find("peer seed 1"), std::string::npos) << svg;
   EXPECT_NE(svg.find("seconds from process start"), std::string::npos) << svg;
+}
+
+// A run that fails passes its exit code on (1: it diverged; bench said 1 for any failure),
+// naming the child's error line, not its hint; --train-args takes one string, as --tta-args.
+// Data bench's matrix cannot train on is refused before any run.
+TEST(Bench, FailedRunsExitCodeAndOtherData) {
+  REQUIRE_FASHION_MNIST();
+  test::TempDir d;
+  const auto r = test::run_faster(
+      "bench --cpu --epochs 1 --train-limit 512 --test-limit 128 --rows 'single, host loader' "
+      "--train-args='--lr 1e6 --seed 3' --out " +
+      (d / "out").string() + test::fashion_mnist_flag());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("single, host loader / plain failed: exit 1: training diverged in "
+                          "epoch 1"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(test::read_file(d / "out" / "run-0.log").find("SGD lr 1e+06"), std::string::npos);
+  const auto folder = test::run_faster("bench --cpu --out " + (d / "out2").string() + " --data " +
+                                       d.path().string());
+  EXPECT_EQ(folder.exit_code, 1) << folder.output;
+  EXPECT_NE(folder.output.find("is not a small dataset: bench's matrix trains ThinNet"),
+            std::string::npos)
+      << folder.output;
+  EXPECT_FALSE(std::filesystem::exists(d / "out2" / "run-0.log"));
+}
+
+// Killed, bench takes its running `faster train` with it (the run went on alone, holding its
+// GPU, until it finished).
+TEST(Bench, KilledBenchTakesItsRunWithIt) {
+  REQUIRE_FASHION_MNIST();
+  test::TempDir d;
+  const std::string json = (d / "out" / "run-0.json").string();
+  const auto running = [&json] {  // a process whose command line names the run's report
+    for (const auto& p : std::filesystem::directory_iterator("/proc")) {
+      std::ifstream in(p.path() / "cmdline", std::ios::binary);
+      const std::string line{std::istreambuf_iterator<char>(in), {}};
+      if (line.find(json) != std::string::npos) return true;
+    }
+    return false;
+  };
+  const int code = test::signal_when(
+      std::string(FASTER_BIN) +
+          " bench --cpu --epochs 100000 --train-limit 512 --test-limit 128 "
+          "--rows 'single, host loader' --out " +
+          (d / "out").string() + test::fashion_mnist_flag(),
+      d / "log", [&](pid_t) { return running(); }, SIGKILL);
+  EXPECT_EQ(code, 128 + SIGKILL) << test::read_file(d / "log");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (running() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(running()) << "the run outlived bench";
 }
 
 }  // namespace

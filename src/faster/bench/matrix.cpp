@@ -2,10 +2,12 @@
 #include "faster/bench/matrix.h"
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstring>
 
 #include "faster/core/error.h"
@@ -118,9 +120,13 @@ int run_process(const std::string& exe, const std::vector<std::string>& args,
   argv.push_back(nullptr);
   Fd fd(open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644));
   if (fd.get() < 0) FASTER_THROW(log, ": cannot write (", std::strerror(errno), ")");
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) FASTER_THROW("fork failed: ", std::strerror(errno));
   if (pid == 0) {
+    // The run ends with bench (a SIGTERM or kill of bench left it training, a GPU held).
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(1);
     dup2(fd.get(), STDOUT_FILENO);
     dup2(fd.get(), STDERR_FILENO);
     setenv("FASTER_PROGRESS", "plain", 1);

@@ -48,6 +48,7 @@ struct Run {
   bool ok = false;
   double seconds = 0, accuracy = 0;
   std::string error;  // last line of the log when !ok
+  int exit_code = 0;  // the `faster train` child's
 };
 
 struct CellResult {

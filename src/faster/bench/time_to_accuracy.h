@@ -33,6 +33,7 @@ struct TtaRun {
   std::vector<CurvePoint> curve;
   double final_accuracy = 0;
   std::string error;  // last line of the log when !ok
+  int exit_code = 0;  // the `faster train` child's
 };
 
 // A peer's run read from its curve: finished, its final accuracy the curve's last point.

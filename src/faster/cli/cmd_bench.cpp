@@ -15,6 +15,7 @@
 #include "faster/core/error.h"
 #include "faster/core/gpu_info.h"
 #include "faster/core/progress.h"
+#include "faster/data/sources/array_dataset.h"
 #include "faster/tools/file_io.h"
 #include "faster/train/options.h"
 
@@ -27,7 +28,7 @@ struct BenchFlags {
   bool cpu = false;
   int epochs = 0, repeats = 0;
   int64_t train_limit = 0, test_limit = 0;
-  std::string tta_args;  // split on spaces into o.tta_args
+  std::string train_args, tta_args;  // split on spaces into o.extra_args, o.tta_args
   CLI::App* cmd = nullptr;
 };
 
@@ -36,15 +37,16 @@ struct BenchFlags {
 std::string run_error(int code, bool have_json, const std::string& log) {
   // 3: done, but bad images were skipped (the child's warnings say which): a result all the same.
   if ((code == 0 || code == kExitBadInput) && have_json) return "";
+  // The child's error line (its HINT follows it), else its log's last line.
+  const std::string prefix = "faster: error: ";
   std::ifstream lf(log);
-  std::string line, last;
-  while (std::getline(lf, line))
+  std::string line, last, error;
+  while (std::getline(lf, line)) {
     if (!line.empty()) last = line;
-  if (code == kExitUsage) {
-    const std::string prefix = "faster: error: ";
-    if (last.rfind(prefix, 0) == 0) last.erase(0, prefix.size());
-    FASTER_USAGE_ERROR(last);
+    if (line.rfind(prefix, 0) == 0) error = line.substr(prefix.size());
   }
+  if (!error.empty()) last = error;
+  if (code == kExitUsage) FASTER_USAGE_ERROR(last);
   return "exit " + std::to_string(code) + ": " + last + " (see " + log + ")";
 }
 
@@ -53,6 +55,7 @@ std::string run_error(int code, bool have_json, const std::string& log) {
 struct TrainChild {
   nlohmann::json report;
   std::string error;
+  int code = 0;
 };
 TrainChild run_train(const bench::BenchOptions& o, const std::string& name,
                      const std::function<std::vector<std::string>(const std::string&)>& args) {
@@ -64,6 +67,7 @@ TrainChild run_train(const bench::BenchOptions& o, const std::string& name,
   TrainChild child;
   child.report = in ? nlohmann::json::parse(in, nullptr, false) : nlohmann::json();
   child.error = run_error(code, child.report.is_object(), log);
+  child.code = code;
   return child;
 }
 
@@ -73,6 +77,7 @@ bench::Run run_once(const bench::Cell& cell, const bench::BenchOptions& o, int i
   });
   bench::Run run;
   run.error = child.error;
+  run.exit_code = child.code;
   if (!run.error.empty()) return run;
   run.ok = true;
   run.seconds = child.report.value("total_seconds", 0.0);
@@ -87,6 +92,7 @@ bench::TtaRun run_tta(const bench::BenchOptions& o, int seed) {
   bench::TtaRun run;
   run.seed = seed;
   run.error = child.error;
+  run.exit_code = child.code;
   if (!run.error.empty()) return run;
   run.ok = true;
   run.curve = bench::curve_of_train_json(child.report);
@@ -111,6 +117,18 @@ void validate(const BenchFlags& f) {
   if (std::find(f.o.rows.begin(), f.o.rows.end(), "tta") != f.o.rows.end() && !(f.o.tta_target > 0))
     FASTER_USAGE_ERROR("--rows tta needs --tta-target, the accuracy its seconds are counted to");
   tools::check_output_dir(f.o.out_dir, "--out");
+  // The matrix is the seed's: ThinNet on a small dataset held in memory (so is the speedrun row).
+  const std::string data = f.o.data.empty() ? data::kDefaultSmallDataset : f.o.data;
+  std::error_code ec;
+  if (!fs::exists(data, ec))
+    throw Error("--data " + data + " does not exist",
+                "Debian's Fashion-MNIST: apt install dataset-fashion-mnist");
+  if (!data::is_small_dataset(data))
+    throw Error("--data " + data +
+                    " is not a small dataset: bench's matrix trains ThinNet on Fashion-MNIST, "
+                    "MNIST or CIFAR-10 (their idx files or binary batches)",
+                "time a ResNet on JPEG folders or LMDB with 'faster train --json', the data "
+                "pipeline alone with 'faster load'");
 }
 
 int run_bench(BenchFlags& f) {
@@ -136,8 +154,11 @@ int run_bench(BenchFlags& f) {
         "train images, %d run(s) per cell\n",
         f.cpu ? " requested" : " visible", o.epochs, static_cast<long long>(o.train_limit),
         o.repeats);
-  std::istringstream words(f.tta_args);
-  for (std::string w; words >> w;) o.tta_args.push_back(w);
+  for (const auto& [text, words] :
+       {std::pair{&f.train_args, &o.extra_args}, std::pair{&f.tta_args, &o.tta_args}}) {
+    std::istringstream in(*text);
+    for (std::string w; in >> w;) words->push_back(w);
+  }
   o.gpus = std::max(1, cuda_device_count());
   o.exe = self_exe();
   const auto cells = bench::plan(o);
@@ -187,21 +208,26 @@ int run_bench(BenchFlags& f) {
   std::ofstream(fs::path(o.out_dir) / "bench.json") << bench::to_json(report).dump(2) << "\n";
   std::ofstream(fs::path(o.out_dir) / "bench.svg") << bench::svg_chart(report);
   std::printf("\nwrote %s/bench.md, bench.json, bench.svg\n", o.out_dir.c_str());
-  int failed = 0;
+  // The first failed run's exit code (docs/exit_codes.md), else 3 where a run skipped bad images.
+  int code = 0;
+  bool skipped = false;
+  const auto account = [&](int run_code, bool ok, const std::string& what,
+                           const std::string& error) {
+    skipped = skipped || run_code == kExitBadInput;
+    if (ok) return;
+    std::fprintf(stderr, "faster bench: %s failed: %s\n", what.c_str(), error.c_str());
+    if (code == 0) code = run_code != 0 ? run_code : 1;
+  };
   for (const auto& c : report.cells)
-    if (!c.ok()) {
-      std::fprintf(stderr, "faster bench: %s / %s failed: %s\n", c.cell.row.c_str(),
-                   c.cell.column.c_str(), c.runs.back().error.c_str());
-      ++failed;
-    }
+    for (const auto& run : c.runs)
+      account(run.exit_code, run.ok, c.cell.row + " / " + c.cell.column, run.error);
   if (report.tta)
     for (const auto& run : report.tta->runs)
-      if (!run.ok) {
-        std::fprintf(stderr, "faster bench: time to accuracy, seed %d failed: %s\n", run.seed,
-                     run.error.c_str());
-        ++failed;
-      }
-  return failed ? 1 : 0;
+      account(run.exit_code, run.ok, "time to accuracy, seed " + std::to_string(run.seed),
+              run.error);
+  if (code == 0 && skipped)
+    std::fprintf(stderr, "faster bench: runs skipped bad images (their logs say which)\n");
+  return code != 0 ? code : skipped ? kExitBadInput : 0;
 }
 
 void add_bench(CLI::App& root, int& exit_code) {
@@ -214,7 +240,9 @@ void add_bench(CLI::App& root, int& exit_code) {
   f->cmd = cmd;
   cmd->add_option("--out", f->o.out_dir, "Folder for bench.md, bench.json, bench.svg and run logs")
       ->capture_default_str();
-  cmd->add_option("--data", f->o.data, "Dataset folder passed to 'faster train --data'");
+  cmd->add_option("--data", f->o.data,
+                  "A small dataset's folder (Fashion-MNIST, MNIST or CIFAR-10) passed to 'faster "
+                  "train --data' (default: train's, Debian's Fashion-MNIST)");
   cmd->add_option("--epochs", f->epochs, "Epochs per run (default 5 on a GPU, 1 on a CPU)");
   // The sizes default to the seed's on a GPU, the CPU recipe's on a CPU.
   const auto cpu = train::recipe_options(train::Recipe::kCpu);
@@ -240,8 +268,9 @@ void add_bench(CLI::App& root, int& exit_code) {
                   "loader', DataParallel, DDP, fast, tta (the time-to-accuracy row)")
       ->delimiter(';');
   cmd->add_flag("--cpu", f->cpu, "Run the CPU version even when a GPU is visible");
-  cmd->add_option("--train-args", f->o.extra_args, "Extra arguments for every 'faster train' run")
-      ->allow_extra_args();
+  cmd->add_option("--train-args", f->train_args,
+                  "Extra arguments for every 'faster train' run, as one string (as --tta-args): "
+                  "--train-args=\"--lr 0.02 --seed 3\"");
   // A percentage in (0, 100]: CLI11's Range includes its lower end.
   const CLI::Validator percent(
       [](std::string& s) {
