@@ -1013,6 +1013,11 @@ EvalReport evaluate(const EvalOptions& e) {
     o.val_res = val_res > 0 ? val_res : res;
     if (e.val_resize == 0) o.val_resize = run.value("val_resize", 0);
   }
+  // A state_dict records no resolution: JPEG data is scored at torchvision's 224 px, which a model
+  // trained at another one scores far below its accuracy.  Said once, before the pass.
+  if (prefix.empty() && e.val_res == 0 && !d.arrays())
+    log::warn(e.weights, " records no resolution (a state_dict): scoring at 224 px; --val-res R "
+              "for the resolution it was trained at (a --checkpoint of its run knows it)");
   o.tta = e.tta.value_or(run.value("tta", false));
   o.tta_shifts = e.tta_shifts.value_or(run.value("tta_shifts", false));
   const LoaderPlan plan = plan_loaders(o, d, mo.in_channels, device);
