@@ -73,14 +73,18 @@ TEST(Checkpoint, RejectsWhatIsNotAStateDict) {
   }
   if (!have_python_torch()) GTEST_SKIP() << "no Python torch";
   // A tensor, and a dict of something else: pickles this reader reads, but no state_dicts.
-  for (const char* value : {"torch.ones(2)", "{'epoch': 3}"}) {
+  for (const char* value : {"torch.ones(2)", "{'epoch': 3, 'model': {'w': 1}}"}) {
     const auto other = dir / "other.pt";
     ASSERT_EQ(python(std::string("torch.save(") + value + ", path)", other).exit_code, 0);
     try {
       read_state_dict(other);
       FAIL() << value << " was read";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("not a state_dict"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(value[0] == '{' ? "not a state_dict (a dict of epoch, "
+                                                             "model, none of them name -> tensor"
+                                                           : "not a state_dict"),
+                std::string::npos)
+          << e.what();
     }
   }
   // A whole pickled model (torch.save(model)): named as such, not as an opcode number.

@@ -181,7 +181,7 @@ TEST(ImageTrain, TorchvisionLoadsTheSavedWeightsAndEvalReadsThemBack) {
   if (test::run_shell("/usr/bin/python3 -c 'import torchvision' 2>/dev/null").exit_code != 0)
     GTEST_SKIP() << "no Python torchvision: the torchvision half is skipped";
   const auto py = test::run_shell(
-      "/usr/bin/python3 -c \"import torch, torchvision; m = "
+      "/usr/bin/python3 -c \"import argparse, collections, copy, torch, torchvision; m = "
       "torchvision.models.resnet18(num_classes=10); "
       "m.load_state_dict(torch.load('" +
       (t / "ours.pt").string() +
@@ -195,9 +195,26 @@ TEST(ImageTrain, TorchvisionLoadsTheSavedWeightsAndEvalReadsThemBack) {
       (t / "wrapped.pt").string() +
       "'); "
       "torch.save({k: v for k, v in m.state_dict().items() if 'num_batches' not in k}, '" +
-      (t / "legacy.pt").string() + "')\" 2>&1");
+      (t / "legacy.pt").string() +
+      "'); "
+      // torch.compile's names (under DDP's), a protocol-4 pickle, and the checkpoint dict of
+      // torchvision's references (the model's state_dict beside an optimizer's state with lists,
+      // a scheduler's, and the run's arguments as an argparse.Namespace).
+      "torch.save(collections.OrderedDict(('module._orig_mod.' + k, v) for k, v in "
+      "m.state_dict().items()), '" +
+      (t / "compiled.pt").string() +
+      "'); "
+      "torch.save(m.state_dict(), '" +
+      (t / "protocol4.pt").string() +
+      "', pickle_protocol=4); "
+      "c = copy.deepcopy(m); opt = torch.optim.SGD(c.parameters(), lr=0.1, momentum=0.9); "
+      "c(torch.randn(2, 3, 32, 32)).sum().backward(); opt.step(); "
+      "torch.save({'model': m.state_dict(), 'optimizer': opt.state_dict(), 'lr_scheduler': "
+      "torch.optim.lr_scheduler.StepLR(opt, 30).state_dict(), 'epoch': 3, 'args': "
+      "argparse.Namespace(model='resnet18', lr=0.1, lr_steps=[16, 22], weights=None)}, '" +
+      (t / "reference.pt").string() + "')\" 2>&1");
   ASSERT_EQ(py.exit_code, 0) << py.output;
-  for (const char* name : {"theirs", "wrapped", "legacy"}) {
+  for (const char* name : {"theirs", "wrapped", "legacy", "compiled", "protocol4", "reference"}) {
     r = test::run_faster(eval + (t / (std::string(name) + ".json")).string() + " --weights " +
                          (t / (std::string(name) + ".pt")).string());
     ASSERT_EQ(r.exit_code, 0) << name << ": " << r.output;

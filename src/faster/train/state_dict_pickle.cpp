@@ -1,6 +1,9 @@
-// A pickle machine for state_dicts: the opcodes of protocol 2 that torch.save and
-// torch::pickle_save use for a dict of tensors, and the four callables they name (OrderedDict,
-// _rebuild_tensor_v2, _rebuild_parameter, restore_type_tag).  Anything else is an error, not a
+// A pickle machine for state_dicts: the opcodes of protocols 2-5 that torch.save and
+// torch::pickle_save use for a dict of tensors, and the callables they name (OrderedDict,
+// _rebuild_tensor_v2, _rebuild_parameter, restore_type_tag); lists and plain objects (an
+// argparse.Namespace) too, so that a checkpoint dict holding a state_dict beside its optimizer's
+// state and its arguments (torchvision's references) reads.  Nothing is ever called: an object is
+// kept as an opaque value.  Any other opcode, or a torch rebuilder not listed, is an error, not a
 // guess.
 #include "faster/train/state_dict_pickle.h"
 
@@ -16,7 +19,19 @@ namespace {
 
 // One pickle value.  Tuples and dicts share their items, so a memoized dict sees later SETITEMS.
 struct Value {
-  enum Kind { kNone, kBool, kInt, kFloat, kString, kGlobal, kTuple, kDict, kTensor } kind = kNone;
+  enum Kind {
+    kNone,
+    kBool,
+    kInt,
+    kFloat,
+    kString,
+    kGlobal,
+    kTuple,
+    kList,
+    kDict,
+    kTensor,
+    kObject
+  } kind = kNone;
   int64_t i = 0;
   double f = 0;
   std::string s;  // a string; a global's "module.name"
@@ -92,8 +107,47 @@ enum Opcode : uint8_t {
   BUILD = 'b',
   BINPERSID = 'Q',
   SETITEM = 's',
-  SETITEMS = 'u'
+  SETITEMS = 'u',
+  EMPTY_LIST = ']',
+  LIST = 'l',
+  APPEND = 'a',
+  APPENDS = 'e',
+  NEWOBJ = 0x81,
+  SHORT_BINBYTES = 'C',
+  BINBYTES = 'B',
+  // protocol 4
+  SHORT_BINUNICODE = 0x8c,
+  BINUNICODE8 = 0x8d,
+  NEWOBJ_EX = 0x92,
+  STACK_GLOBAL = 0x93,
+  MEMOIZE = 0x94,
+  FRAME = 0x95
 };
+
+// Whether a class of `module` makes the pickle a whole object rather than a dict of values:
+// torch.nn's modules, torchvision's models, a user's __main__.Net.  A checkpoint dict's own
+// objects (argparse's Namespace of its run's arguments) and torch's rebuilders are not.
+bool is_model_module(const std::string& module) {
+  if (module.rfind("torch.nn", 0) == 0) return true;
+  const bool torch = module == "torch" || module.rfind("torch.", 0) == 0;
+  return !torch && module != "collections" && module != "argparse" && module != "copyreg" &&
+         module != "builtins" && module != "__builtin__";
+}
+
+std::string whole_model_message(const std::string& cls) {
+  return "it pickles a " + cls +
+         " object (torch.save(model) writes the whole model), not a state_dict: save "
+         "model.state_dict() instead";
+}
+
+// Whether `v` is a dict of name -> tensor (an empty dict is not).
+bool is_state_dict(const Value& v) {
+  if (v.kind != Value::kDict || v.items->empty()) return false;
+  for (size_t k = 0; k < v.items->size(); k += 2)
+    if ((*v.items)[k].kind != Value::kString || (*v.items)[k + 1].kind != Value::kTensor)
+      return false;
+  return true;
+}
 
 class Unpickler {
  public:
@@ -111,16 +165,22 @@ class Unpickler {
           return pop();
         case GLOBAL: {
           auto module = line();
-          const std::string name = module + "." + line();
-          // A state_dict names torch's tensor rebuilders and storages and OrderedDict; a module's
-          // class (torch.nn's, torchvision.models.resnet.ResNet, __main__.Net) is a whole object.
-          const bool torch = module == "torch" || module.rfind("torch.", 0) == 0;
-          if (object_.empty() &&
-              ((!torch && module != "collections") || module.rfind("torch.nn", 0) == 0))
-            object_ = name;
-          push(text(Value::kGlobal, name));
+          global(module, line());
           break;
         }
+        case STACK_GLOBAL: {
+          auto name = pop(), module = pop();
+          if (module.kind != Value::kString || name.kind != Value::kString)
+            fail("STACK_GLOBAL without two strings");
+          global(module.s, name.s);
+          break;
+        }
+        case FRAME:  // a length hint for buffered readers
+          le(8);
+          break;
+        case MEMOIZE:
+          memo(memo_.size());
+          break;
         case BINPUT:
           memo(u8());
           break;
@@ -189,16 +249,50 @@ class Unpickler {
           break;
         }
         case BINUNICODE:
+        case BINBYTES:
           push(text(Value::kString, bytes(le(4))));
+          break;
+        case SHORT_BINUNICODE:
+        case SHORT_BINBYTES:
+          push(text(Value::kString, bytes(u8())));
+          break;
+        case BINUNICODE8:
+          push(text(Value::kString, bytes(le(8))));
+          break;
+        case EMPTY_LIST:
+          push(container(Value::kList));
+          break;
+        case LIST:
+          push(container(Value::kList, pop_to_mark()));
+          break;
+        case APPEND: {
+          auto item = pop();
+          list_items(top()).push_back(std::move(item));
+          break;
+        }
+        case APPENDS: {
+          auto items = pop_to_mark();
+          list_items(top()).insert(list_items(top()).end(), items.begin(), items.end());
+          break;
+        }
+        case NEWOBJ:  // cls, args: an instance, never made here
+          pop();
+          push(object(pop()));
+          break;
+        case NEWOBJ_EX:  // cls, args, kwargs
+          pop();
+          pop();
+          push(object(pop()));
           break;
         case REDUCE: {
           auto args = pop(), callable = pop();
           push(call(callable, args));
           break;
         }
-        case BUILD:  // an OrderedDict's attributes (_metadata), not needed for its items
+        case BUILD:  // an OrderedDict's attributes (_metadata), an object's state: not needed
           pop();
-          if (top().kind != Value::kDict) fail("BUILD on something other than a dict");
+          if (top().kind != Value::kDict && top().kind != Value::kObject)
+            fail("BUILD on something other than a dict or an object");
           break;
         case BINPERSID:
           push(storage(pop()));
@@ -215,17 +309,30 @@ class Unpickler {
           break;
         }
         default:
-          if (!object_.empty())
-            fail("it pickles a " + object_ +
-                 " object (torch.save(model) writes the whole model), not a state_dict: save "
-                 "model.state_dict() instead");
           fail("unsupported pickle opcode " + std::to_string(op));
       }
     }
   }
 
+  // The first class that makes the pickle a whole model ("" if none): named in its errors.
+  const std::string& model_class() const { return object_; }
+
  private:
-  [[noreturn]] void fail(const std::string& what) const { FASTER_THROW(what); }
+  [[noreturn]] void fail(const std::string& what) const {
+    if (!object_.empty()) FASTER_THROW(whole_model_message(object_));
+    FASTER_THROW(what);
+  }
+
+  void global(const std::string& module, const std::string& name) {
+    if (object_.empty() && is_model_module(module)) object_ = module + "." + name;
+    push(text(Value::kGlobal, module + "." + name));
+  }
+  Value object(const Value& cls) const {
+    Value v;
+    v.kind = Value::kObject;
+    v.s = cls.kind == Value::kGlobal ? cls.s : "";
+    return v;
+  }
 
   uint8_t u8() {
     if (p_ == end_) fail("truncated pickle");
@@ -277,6 +384,10 @@ class Unpickler {
     if (v.kind != Value::kDict) fail("SETITEM on something other than a dict");
     return *v.items;
   }
+  std::vector<Value>& list_items(Value& v) {
+    if (v.kind != Value::kList) fail("APPEND on something other than a list");
+    return *v.items;
+  }
 
   // The callables those writers name.
   Value call(const Value& callable, const Value& args) {
@@ -293,7 +404,10 @@ class Unpickler {
       return a[0];
     // (value, type): LibTorch's typed containers
     if (name == "torch.jit._pickle.restore_type_tag" && !a.empty()) return a[0];
-    fail("unsupported callable " + name);
+    // A tensor rebuilder not listed (quantized, sparse...) is not guessed at; anything else
+    // (copyreg's reconstructor, a class) stands for an object, never made.
+    if (name.rfind("torch.", 0) == 0) fail("unsupported callable " + name);
+    return object(callable);
   }
 
   // A persistent id ('storage', storage type, key, location, numel): the storage's tensor on the
@@ -338,20 +452,44 @@ c10::Dict<std::string, torch::Tensor> unpickle_state_dict(const char* data, size
                                                           const StorageLoader& load_storage,
                                                           const std::string& where) {
   Value root;
+  Unpickler unpickler(data, size, load_storage);
   try {
-    root = Unpickler(data, size, load_storage).run();
+    root = unpickler.run();
   } catch (const Error& e) {
     FASTER_THROW(where, ": ", e.what());
   }
-  if (root.kind != Value::kDict)
+  if (root.kind != Value::kDict) {
+    if (!unpickler.model_class().empty())
+      FASTER_THROW(where, ": ", whole_model_message(unpickler.model_class()));
     FASTER_THROW(where, ": not a state_dict (the pickle is not a dict)");
-  c10::Dict<std::string, torch::Tensor> out;
-  const auto& items = *root.items;
-  for (size_t k = 0; k < items.size(); k += 2) {
-    if (items[k].kind != Value::kString || items[k + 1].kind != Value::kTensor)
-      FASTER_THROW(where, ": not a state_dict (an entry is not name -> tensor)");
-    out.insert_or_assign(items[k].s, items[k + 1].tensor);
   }
+  // A checkpoint dict: torchvision's references save {"model": state_dict, "optimizer": ...,
+  // "epoch": ..., "args": ...}; others name it "state_dict".
+  const Value* dict = &root;
+  std::vector<std::string> keys;
+  for (size_t k = 0; k < root.items->size(); k += 2) {
+    const auto& key = (*root.items)[k];
+    if (key.kind == Value::kString) keys.push_back(key.s);
+  }
+  if (!is_state_dict(root))
+    for (const char* name : {"model", "state_dict"})
+      for (size_t k = 0; k < root.items->size() && dict == &root; k += 2)
+        if ((*root.items)[k].kind == Value::kString && (*root.items)[k].s == name &&
+            is_state_dict((*root.items)[k + 1]))
+          dict = &(*root.items)[k + 1];
+  if (!is_state_dict(*dict)) {
+    std::string named;
+    for (size_t k = 0; k < keys.size() && k < 6; ++k) named += (k ? ", " : "") + keys[k];
+    if (keys.size() > 6) named += ", ...";
+    FASTER_THROW(where, ": not a state_dict (",
+                 keys.empty() ? std::string("a dict of no named entries")
+                              : "a dict of " + named + ", none of them name -> tensor",
+                 "; a checkpoint dict is read where its \"model\" or \"state_dict\" is one)");
+  }
+  c10::Dict<std::string, torch::Tensor> out;
+  const auto& items = *dict->items;
+  for (size_t k = 0; k < items.size(); k += 2)
+    out.insert_or_assign(items[k].s, items[k + 1].tensor);
   return out;
 }
 

@@ -911,17 +911,26 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   return report;
 }
 
-// What torchvision's load_state_dict also takes: a DataParallel / DDP model's state_dict (every
+// What torchvision users load too: a DataParallel / DDP model's state_dict (every
 // name under "module."), and one saved before PyTorch 0.4.1, whose BatchNorm layers have no
 // num_batches_tracked (BatchNorm fills it in; it only counts steps and changes no output).
 c10::Dict<std::string, torch::Tensor> as_plain_state_dict(
     const c10::Dict<std::string, torch::Tensor>& dict) {
-  const std::string wrapped = "module.";
-  bool all_wrapped = !dict.empty();
-  for (const auto& kv : dict) all_wrapped = all_wrapped && kv.key().rfind(wrapped, 0) == 0;
-  c10::Dict<std::string, torch::Tensor> out;
-  for (const auto& kv : dict)
-    out.insert(all_wrapped ? kv.key().substr(wrapped.size()) : kv.key(), kv.value());
+  // Wrappers' prefixes, in any nesting: DataParallel's and DDP's "module.", torch.compile's
+  // "_orig_mod.".
+  c10::Dict<std::string, torch::Tensor> out = dict.copy();
+  for (bool stripped = true; stripped && !out.empty();) {
+    stripped = false;
+    for (const std::string wrapped : {"module.", "_orig_mod."}) {
+      bool all_wrapped = true;
+      for (const auto& kv : out) all_wrapped = all_wrapped && kv.key().rfind(wrapped, 0) == 0;
+      if (!all_wrapped) continue;
+      c10::Dict<std::string, torch::Tensor> inner;
+      for (const auto& kv : out) inner.insert(kv.key().substr(wrapped.size()), kv.value());
+      out = inner;
+      stripped = true;
+    }
+  }
   const std::string mean = ".running_mean";
   std::vector<std::string> missing;
   for (const auto& kv : out) {
@@ -1016,7 +1025,8 @@ EvalReport evaluate(const EvalOptions& e) {
   // A state_dict records no resolution: JPEG data is scored at torchvision's 224 px, which a model
   // trained at another one scores far below its accuracy.  Said once, before the pass.
   if (prefix.empty() && e.val_res == 0 && !d.arrays())
-    log::warn(e.weights, " records no resolution (a state_dict): scoring at 224 px; --val-res R "
+    log::warn(e.weights,
+              " records no resolution (a state_dict): scoring at 224 px; --val-res R "
               "for the resolution it was trained at (a --checkpoint of its run knows it)");
   o.tta = e.tta.value_or(run.value("tta", false));
   o.tta_shifts = e.tta_shifts.value_or(run.value("tta_shifts", false));
