@@ -127,6 +127,48 @@ TEST(JpegDecoder, GrayscaleComesOutAsRgb) {
     }
 }
 
+// With options.gray: one channel.  A gray file's samples as they are (its RGB decode repeats them);
+// a colour file's luma, libjpeg's Y, within 2 grey levels of BT.601's luma of its RGB decode where
+// that decode clipped nothing to 0 or 255 (the RGB values are rounded); CMYK within PSNR 30 dB of
+// the same content as YCbCr.
+TEST(JpegDecoder, GrayOutputIsTheLuma) {
+  JpegDecoderOptions gray_options;
+  gray_options.gray = true;
+  JpegDecoder gray(gray_options), rgb;
+  ImageBuffer g, c;
+  const auto one = make_jpeg(64, 48, 1);
+  gray.decode_all(one.data(), one.size(), g);
+  rgb.decode_all(one.data(), one.size(), c);
+  ASSERT_EQ(g.channels(), 1);
+  for (int y = 0; y < 48; ++y)
+    for (int x = 0; x < 64; ++x) ASSERT_EQ(g.row(y)[x], c.row(y)[3 * x]) << x << "," << y;
+  const auto colour = make_jpeg(96, 64, 3);
+  gray.decode_all(colour.data(), colour.size(), g);
+  rgb.decode_all(colour.data(), colour.size(), c);
+  ASSERT_EQ(g.channels(), 1);
+  int worst = 0, compared = 0;
+  for (int y = 0; y < 64; ++y)
+    for (int x = 0; x < 96; ++x) {
+      const uint8_t* p = c.row(y) + 3 * x;
+      if (*std::min_element(p, p + 3) == 0 || *std::max_element(p, p + 3) == 255) continue;
+      const double luma = 0.299 * p[0] + 0.587 * p[1] + 0.114 * p[2];
+      worst = std::max(worst, static_cast<int>(std::lround(std::abs(g.row(y)[x] - luma))));
+      ++compared;
+    }
+  EXPECT_LE(worst, 2);
+  EXPECT_GT(compared, 96 * 64 / 4);
+  // A region, DCT-scaled, of one channel too.
+  gray.open(colour.data(), colour.size());
+  EXPECT_EQ(gray.decode({10, 10, 64, 40}, 16, 10, g).scale_num, 2);
+  EXPECT_EQ(g.channels(), 1);
+  const auto cmyk = make_jpeg(96, 64, 4);
+  ImageBuffer k;
+  gray.decode_all(cmyk.data(), cmyk.size(), k);
+  gray.decode_all(colour.data(), colour.size(), g);
+  ASSERT_EQ(k.channels(), 1);
+  EXPECT_GE(test::psnr(k.view(), g.view()), 30.0);
+}
+
 // An Adobe CMYK file encoding (r, g, b) as inverted CMYK without black decodes back to (r, g, b),
 // up to JPEG loss: PSNR against the same content encoded as YCbCr at the same quality >= 30 dB.
 TEST(JpegDecoder, CmykComesOutAsRgb) {

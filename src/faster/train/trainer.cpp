@@ -365,7 +365,9 @@ LoaderPlan plan_loaders(const TrainOptions& o, const TrainingData& d, int model_
   plan.channels = model_channels != d.channels() ? model_channels : 0;
   plan.layout = o.channels_last && !d.arrays() ? data::Layout::kNHWC : data::Layout::kNCHW;
   bool nvjpeg = o.decode == Decode::kNvjpeg;
-  if (o.decode == Decode::kAuto && device.is_cuda() && !d.arrays()) {
+  // A gray model's JPEG data decodes to gray, on the CPU (the image loader refuses nvJPEG).
+  const bool gray_jpeg = model_channels == 1 && !d.arrays();
+  if (o.decode == Decode::kAuto && device.is_cuda() && !d.arrays() && !gray_jpeg) {
     // nvJPEG unless the images are small: there its per-image cost outweighs it.
     const int64_t pixels = data::median_jpeg_pixels(d.train ? *d.train : *d.val);  // eval: val only
     nvjpeg = pixels == 0 || pixels > kCpuDecodeMaxPixels;

@@ -71,6 +71,15 @@ void cmyk_to_rgb(const uint8_t* in, uint8_t* out, int width, bool inverted) {
   }
 }
 
+// ITU-R BT.601's luma, as libjpeg converts RGB to gray (16-bit fixed point, weights summing to 1).
+void cmyk_to_gray(const uint8_t* in, uint8_t* out, int width, bool inverted) {
+  uint8_t rgb[3];
+  for (int x = 0; x < width; ++x, in += 4) {
+    cmyk_to_rgb(in, rgb, 1, inverted);
+    out[x] = static_cast<uint8_t>((rgb[0] * 19595 + rgb[1] * 38470 + rgb[2] * 7471 + 32768) >> 16);
+  }
+}
+
 // The checks libjpeg makes when it builds a decoding table (jpeg_make_d_derived_tbl), which it
 // only does in jpeg_start_decompress: at most 256 codes, none the all-ones code of its length
 // (canonical codes, assigned in order, must fit their lengths), DC symbols at most 15.
@@ -144,14 +153,14 @@ struct JpegDecoder::Impl {
     return true;
   }
 
-  bool start(int scale_num, bool cmyk, bool fast_idct) {
+  bool start(int scale_num, J_COLOR_SPACE space, bool fast_idct) {
     if (setjmp(err.jump)) {
       jpeg_abort_decompress(&cinfo);
       return false;
     }
     cinfo.scale_num = static_cast<unsigned>(scale_num);
     cinfo.scale_denom = 8;
-    cinfo.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
+    cinfo.out_color_space = space;
     cinfo.dct_method = fast_idct ? JDCT_IFAST : JDCT_ISLOW;
     cinfo.do_fancy_upsampling = TRUE;
     jpeg_start_decompress(&cinfo);
@@ -308,7 +317,8 @@ Decoded JpegDecoder::decode(const Rect& requested, int min_width, int min_height
   const int n = choose_scale(roi.width, roi.height, min_width, min_height);
   const bool cmyk = info_.color == JpegColor::kCmyk || info_.color == JpegColor::kYcck;
   auto& c = impl_->cinfo;
-  if (!impl_->start(n, cmyk, options_.fast_idct))
+  const J_COLOR_SPACE space = cmyk ? JCS_CMYK : options_.gray ? JCS_GRAYSCALE : JCS_RGB;
+  if (!impl_->start(n, space, options_.fast_idct))
     FASTER_THROW("corrupt JPEG: ", impl_->err.message);
 
   // The region in scaled output pixels, widened by the margin and rounded outwards.
@@ -325,7 +335,7 @@ Decoded JpegDecoder::decode(const Rect& requested, int min_width, int min_height
   if (!impl_->crop(x0, x1)) FASTER_THROW("corrupt JPEG: ", impl_->err.message);
 
   const int width = static_cast<int>(c.output_width), height = static_cast<int>(y1 - y0);
-  out.reshape(width, height, 3);
+  out.reshape(width, height, options_.gray ? 1 : 3);
   uint8_t* target = out.data();
   size_t stride = out.stride();
   if (cmyk) {
@@ -336,7 +346,9 @@ Decoded JpegDecoder::decode(const Rect& requested, int min_width, int min_height
   if (!impl_->read_rows(y0, y1, target, stride)) FASTER_THROW("corrupt JPEG: ", impl_->err.message);
   if (cmyk) {
     const bool inverted = c.saw_Adobe_marker;
-    for (int y = 0; y < height; ++y) cmyk_to_rgb(target + y * stride, out.row(y), width, inverted);
+    for (int y = 0; y < height; ++y)
+      (options_.gray ? cmyk_to_gray : cmyk_to_rgb)(target + y * stride, out.row(y), width,
+                                                   inverted);
   }
   Decoded result;
   result.scale_num = n;

@@ -1,5 +1,5 @@
 // JPEG decoding on the CPU with libjpeg-turbo: header, then a region of interest decoded at the
-// coarsest DCT scale that still covers the requested output size, always as RGB.
+// coarsest DCT scale that still covers the requested output size, as RGB (or as gray: luma).
 // One JpegDecoder per thread: it owns a libjpeg decompressor and is not thread-safe.
 #pragma once
 
@@ -37,6 +37,9 @@ struct JpegDecoderOptions {
   bool power_of_two_scales = true;
   // JDCT_IFAST instead of JDCT_ISLOW: faster, slightly less accurate (PIL and OpenCV use ISLOW).
   bool fast_idct = false;
+  // One channel, the luma (libjpeg's own conversion; CMYK through RGB), for a model that takes
+  // gray images: a gray JPEG's samples as they are.
+  bool gray = false;
 };
 
 // What decode() produced: the image in `out` is the decoded rows and columns around the requested
@@ -63,8 +66,9 @@ class JpegDecoder {
   const JpegInfo& open(const uint8_t* data, size_t size);
 
   // Decodes `roi` (source pixels, clipped to the image; an empty roi means the whole image) of the
-  // opened image into `out` as RGB, at the smallest DCT scale whose output keeps the roi at least
-  // min_width x min_height (0: full scale).  Throws faster::Error on corrupt or truncated data.
+  // opened image into `out` as RGB (gray with options.gray), at the smallest DCT scale whose output
+  // keeps the roi at least min_width x min_height (0: full scale).  Throws faster::Error on corrupt
+  // or truncated data.
   Decoded decode(const Rect& roi, int min_width, int min_height, ImageBuffer& out);
 
   // open() + decode() of the whole image.

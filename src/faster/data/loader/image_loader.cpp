@@ -121,7 +121,13 @@ ImageLoader::ImageLoader(std::shared_ptr<const Source> source, LoaderOptions opt
   if (!pixel_shape_ && options_.transform == Transform::kNone)
     FASTER_THROW(source_->describe(),
                  ": images of any size need a crop (a train or val transform)");
-  const int data_channels = pixel_shape_ ? pixel_shape_->channels : 3;  // JPEG decodes to RGB
+  // JPEG decodes to RGB, or to gray for a model that takes one channel (on the CPU: nvJPEG's
+  // stage writes RGB).
+  options_.decoder.gray = !pixel_shape_ && options_.channels == 1;
+  if (options_.decoder.gray && gpu())
+    throw Error("a 1-channel model's JPEG data decodes on the CPU: nvJPEG's stage writes RGB",
+                "use --decode cpu");
+  const int data_channels = pixel_shape_ ? pixel_shape_->channels : options_.decoder.gray ? 1 : 3;
   channels_ = options_.channels > 0 ? options_.channels : data_channels;
   if (channels_ != data_channels && !(data_channels == 1 && channels_ == 3))
     FASTER_THROW(source_->describe(), " has ", data_channels, "-channel images; cannot make ",
