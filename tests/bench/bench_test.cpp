@@ -265,7 +265,13 @@ TEST(Bench, ShortCpuRunWithTheTimeToAccuracyRow) {
                     "6.00 |"),
             std::string::npos)
       << md;
-  const auto j = nlohmann::json::parse(test::read_file(d / "bench.json"))["time_to_accuracy"];
+  const auto all = nlohmann::json::parse(test::read_file(d / "bench.json"));
+  // The options say how to run it again.
+  EXPECT_EQ(all["options"]["rows"], nlohmann::json({"single, host loader", "tta"}));
+  EXPECT_EQ(all["options"]["tta_args"], nlohmann::json({"--filters", "8,16,32", "--epochs", "2",
+                                                        "--batch", "64", "--train-whitening"}));
+  EXPECT_EQ(all["options"]["tta_seeds"], 2);
+  const auto& j = all["time_to_accuracy"];
   EXPECT_EQ(j["seeds"], 2);
   EXPECT_EQ(j["reached"], 2);
   ASSERT_EQ(j["runs"].size(), 2u);

@@ -37,12 +37,16 @@ std::string device_name(const Report& r) {
 std::string markdown(const Report& r) {
   const auto& o = r.options;
   std::ostringstream md;
+  if (r.cells.empty() && r.tta) {  // the time-to-accuracy row alone: no matrix ran
+    md << "faster bench: time to accuracy on " << device_name(r) << "\n";
+    return md.str() + tta_markdown(*r.tta);
+  }
   md << "faster bench: ThinNet (blocks " << o.blocks << ", filters " << o.filters << "), batch "
      << o.batch << ", recipe " << o.recipe << ", " << o.epochs << " epoch(s), on " << device_name(r)
      << "; seconds (final test accuracy), median of " << o.repeats << " run(s)\n";
   if (!o.gpu)
     md << "No GPU: the short CPU version ("
-       << (o.train_limit ? std::to_string(o.train_limit) : "all")
+       << (o.train_limit ? "at most " + std::to_string(o.train_limit) : std::string("all"))
        << " train images); cuDNN columns do not apply, AMP is bf16 autocast.\n";
   if (r.cells.empty()) return r.tta ? md.str() + tta_markdown(*r.tta) : md.str();
   const auto* base = find(r, "single, host loader", "plain");
@@ -88,7 +92,12 @@ nlohmann::json to_json(const Report& r) {
                   {"gpu", o.gpu},
                   {"data", o.data},
                   {"train_limit", o.train_limit},
-                  {"test_limit", o.test_limit}};
+                  {"test_limit", o.test_limit},
+                  {"rows", o.rows},
+                  {"train_args", o.extra_args},
+                  {"tta_args", o.tta_args},
+                  {"tta_target", o.tta_target},
+                  {"tta_seeds", o.tta_seeds}};
   j["env"] = r.env;
   j["cells"] = nlohmann::json::array();
   for (const auto& c : r.cells) {
