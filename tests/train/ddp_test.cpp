@@ -229,6 +229,21 @@ TEST(Ddp, BareResumeLaunchesTheJobsRanks) {
   r = test::run_faster("train --resume " + ckpt + " --epochs 3 --parallel none");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("world_size 1 (was 2)"), std::string::npos) << r.output;
+  // A job of one rank a machine (two "machines" here): not launched all on this one.
+  const auto two = (t / "two.ckpt").string();
+  const std::string env = "FASTER_PROGRESS=plain MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+                          std::to_string(29400 + getpid() % 400) +
+                          " WORLD_SIZE=2 LOCAL_WORLD_SIZE=1 LOCAL_RANK=0 ";
+  const std::string train =
+      std::string(FASTER_BIN) + " train --parallel ddp --checkpoint " + two + kSmall;
+  r = test::run_shell("(" + env + "RANK=1 " + train + " > /dev/null 2>&1 & " + env + "RANK=0 " +
+                      train + "; rc=$?; wait; exit $rc)");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = test::run_faster("train --resume " + two + " --epochs 2");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("its run had 2 ranks, 1 a machine\nHINT: launch it as it ran"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST(Ddp, KilledRankEndsTheJobWithinTheBound) {

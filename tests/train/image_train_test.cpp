@@ -233,7 +233,8 @@ TEST(ImageTrain, AGrayModelScoresGrayJpegsAsItsArrays) {
   auto r = test::run_faster(
       "train --device cpu --epochs 1 --train-limit 8192 --test-limit 200 "
       "--save " +
-      (t / "m.pt").string() + " --json " + (t / "m.json").string() + test::fashion_mnist_flag());
+      (t / "m.pt").string() + " --checkpoint " + (t / "m.ckpt").string() + " --json " +
+      (t / "m.json").string() + test::fashion_mnist_flag());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const double arrays = read_json(t / "m.json")["final_test_accuracy"].get<double>();
   r = test::run_faster("eval --device cpu --val-res 28 --val-resize 28 --data " +
@@ -244,6 +245,15 @@ TEST(ImageTrain, AGrayModelScoresGrayJpegsAsItsArrays) {
   EXPECT_EQ(e["images"], 200);
   EXPECT_NEAR(e["top1"].get<double>(), arrays, 3.0) << r.output;
   EXPECT_GT(arrays, 50.0);  // a model, not chance (10 %)
+  // Its checkpoint knows the side it was trained at: whole images at 28 px without a flag (it
+  // scored them at 224 px: 35 % for 72 %).
+  r = test::run_faster("eval --device cpu --data " + exported(200).string() + " --weights " +
+                       (t / "m.ckpt").string() + " --json " + (t / "c.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("warning"), std::string::npos) << r.output;
+  const auto c = read_json(t / "c.json");
+  EXPECT_EQ(c["res"], 28);
+  EXPECT_EQ(c["top1"], e["top1"]);
 }
 
 // JSON lines per epoch and an SVG chart in --log-dir; progressive resizing and a higher

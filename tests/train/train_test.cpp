@@ -137,7 +137,14 @@ TEST(Train, InterruptDuringTheTestPassKeepsTheTrainedEpoch) {
   EXPECT_NE(out.find("interrupted (SIGINT) testing after epoch 1/1"), std::string::npos) << out;
   EXPECT_NE(out.find("HINT: " + (t / "c.ckpt").string() + " holds epoch 1"), std::string::npos)
       << out;
-  EXPECT_EQ(checkpoint_meta(read_state_dict(t / "c.ckpt"), "c.ckpt")["epochs_done"], 1);
+  const auto meta = checkpoint_meta(read_state_dict(t / "c.ckpt"), "c.ckpt");
+  EXPECT_EQ(meta["epochs_done"], 1);
+  // Its history holds the epoch, untested (a resumed report had a gap there).
+  ASSERT_EQ(meta["epochs"].size(), 1u) << meta.dump();
+  EXPECT_EQ(meta["epochs"][0].value("epoch", 0), 1);
+  EXPECT_FALSE(meta["epochs"][0].contains("test_accuracy"));
+  EXPECT_EQ(meta["epochs"][0].value("train_images", 0), 64);
+  EXPECT_GT(meta["epochs"][0].value("train_loss", 0.0), 0.0);
 }
 
 // Ctrl-C once an epoch is saved: the run stops at its next step, exits 130, names where it stopped

@@ -364,12 +364,20 @@ void apply_recipe(TrainFlags& f) {
       if (o.keep_checkpoints) f.taken_outputs += " --keep-checkpoints";
     }
     // A DDP run goes on as DDP: inside a launched job (torchrun, srun) the launcher gives the
-    // ranks; from a shell, --nproc its world size launches them here.
+    // ranks; from a shell, --nproc its world size launches them here, where they all ran on one
+    // machine (a job of several is launched as it was, on each).
     if (unset("--parallel") && unset("--nproc") && resumed.value("parallel", "") == "ddp") {
       o.parallel = train::Parallel::kDdp;
       const char* rank = std::getenv("RANK");
       if (!(rank && *rank) && !train::in_slurm_step()) {
-        f.nproc = resumed.value("world_size", 1);
+        const int world = resumed.value("world_size", 1);
+        const int local = resumed.value("local_world_size", world);
+        if (local != world)
+          throw Error(
+              "--resume " + o.resume + ": its run had " + std::to_string(world) + " ranks, " +
+                  std::to_string(local) + " a machine",
+              "launch it as it ran (torchrun or srun on each machine) with --resume " + o.resume);
+        f.nproc = world;
         f.nproc_taken = true;
       }
     }

@@ -653,6 +653,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   TrainReport report;
   report.options = options_json(o);
   report.options["world_size"] = world.world;
+  report.options["local_world_size"] = world.local_world;  // ranks on one machine
   report.model = o.model;
   report.data = d.train->describe();
   report.classes = mo.classes;
@@ -769,6 +770,9 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
     if (!is_main || o.checkpoint.empty()) return;
     auto meta = identity;
     if (!d.arrays()) meta["class_names"] = d.classes;
+    // Trained on a small dataset as stored: the side eval scores its images at elsewhere (the
+    // tree `faster export` makes of it).
+    if (d.arrays() && o.res.res == 0) meta["stored_side"] = d.train_arrays->height;
     meta["epochs_done"] = epoch + 1;
     meta["step"] = step;
     meta["options"] = report.options;
@@ -838,8 +842,19 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
             // The epoch's training is done: it is saved before stopping (a long test pass
             // interrupted lost a whole epoch).
             stepper.swap_ema();
-            if (torch::isfinite(stepper.sgd().flat_params()).all().item<bool>())
+            if (torch::isfinite(stepper.sgd().flat_params()).all().item<bool>()) {
+              // Its history holds the epoch too (untested): a resumed report has no gap.
+              EpochStats e;
+              e.epoch = epoch + 1;
+              e.train_loss = stepper.train_loss_so_far() / std::max<int64_t>(1, seen);
+              e.train_seconds = e.seconds = epoch_train_s;
+              e.train_images = seen;
+              e.lr = lr;
+              e.res = res;
+              e.process_seconds = process_seconds();
+              report.epochs.push_back(e);
               save_epoch(epoch);  // not a diverged one (the check after the test pass)
+            }
             stop_if_interrupted(epoch, "testing after");
           }
           if (bar) bar->add();
@@ -1027,13 +1042,20 @@ EvalReport evaluate(const EvalOptions& e) {
     const int val_res = run.value("val_res", 0), res = run.value("res", 0);
     o.val_res = val_res > 0 ? val_res : res;
     if (e.val_resize == 0) o.val_resize = run.value("val_resize", 0);
+    // A run on a small dataset as stored tested whole images of its side: so are JPEGs scored.
+    const int stored = meta.value("stored_side", 0);
+    if (o.val_res == 0 && stored > 0 && !d.arrays()) {
+      o.val_res = stored;
+      if (e.val_resize == 0) o.val_resize = stored;
+    }
   }
-  // A state_dict records no resolution: JPEG data is scored at torchvision's 224 px, which a model
-  // trained at another one scores far below its accuracy.  Said once, before the pass.
-  if (prefix.empty() && e.val_res == 0 && !d.arrays())
+  // Weights that record no resolution (a state_dict, an older checkpoint of a small dataset's
+  // run): JPEG data is scored at torchvision's 224 px, which a model trained at another one
+  // scores far below its accuracy.  Said once, before the pass.
+  if (o.val_res == 0 && !d.arrays())
     log::warn(e.weights,
-              " records no resolution (a state_dict): scoring at 224 px; --val-res R "
-              "for the resolution it was trained at (a --checkpoint of its run knows it)");
+              " records no resolution: scoring at 224 px; --val-res R for the resolution it was "
+              "trained at");
   o.tta = e.tta.value_or(run.value("tta", false));
   o.tta_shifts = e.tta_shifts.value_or(run.value("tta_shifts", false));
   const LoaderPlan plan = plan_loaders(o, d, mo.in_channels, device);
