@@ -1,8 +1,11 @@
 // read_state_dict on archives written by Python's torch.save: an OrderedDict whose tensors are
 // views (offsets, strides, several on one storage) of several dtypes; and files that are no
 // state_dict.
+#include <caffe2/serialize/inline_container.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+
+#include <chrono>
 
 #include "faster/core/error.h"
 #include "faster/train/checkpoint.h"
@@ -100,6 +103,74 @@ TEST(Checkpoint, RejectsWhatIsNotAStateDict) {
               std::string::npos)
         << e.what();
   }
+}
+
+// A torch.save archive whose data.pkl is `pickle` (protocol 2 header added).
+void write_pickle(const std::filesystem::path& path, const std::string& pickle) {
+  caffe2::serialize::PyTorchStreamWriter writer(path.string());
+  const std::string data = std::string("\x80\x02", 2) + pickle + ".";
+  writer.writeRecord("data.pkl", data.data(), data.size());
+  writer.writeEndOfFile();
+}
+
+std::string read_error(const std::filesystem::path& path) {
+  try {
+    read_state_dict(path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(read without error)";
+}
+
+// Hostile pickles end in an error, quickly and in bounded memory: nesting deep enough to overflow
+// the stack as it is freed (a 2 MB file crashed eval), and a memoized 1 MB string fetched again and
+// again (1 MB of file reached 3.3 GB).  A failure after a class that is no model's (numpy's) is
+// not blamed on a whole pickled model.
+TEST(Checkpoint, HostilePicklesAreRefusedInBoundedTimeAndMemory) {
+  test::TempDir dir;
+  const auto started = std::chrono::steady_clock::now();
+  const int n = 200000;
+  write_pickle(dir / "lists.pt", std::string(n, ']') + std::string(n - 1, 'a'));
+  EXPECT_NE(read_error(dir / "lists.pt").find("containers nested deeper than 512"),
+            std::string::npos)
+      << read_error(dir / "lists.pt");
+  write_pickle(dir / "tuples.pt", ")" + std::string(n, '\x85'));
+  EXPECT_NE(read_error(dir / "tuples.pt").find("containers nested deeper than 512"),
+            std::string::npos);
+  const uint32_t size = 1 << 20;
+  std::string memo =
+      "X" + std::string(reinterpret_cast<const char*>(&size), 4) + std::string(size, 's') + "q\x01";
+  for (int k = 0; k < 3000; ++k) memo += "h\x01";
+  write_pickle(dir / "memo.pt", memo);
+  EXPECT_NE(read_error(dir / "memo.pt").find("MB of values from"), std::string::npos)
+      << read_error(dir / "memo.pt");
+  write_pickle(dir / "numpy.pt", "cnumpy.core.multiarray\nscalar\nI1\n");
+  EXPECT_NE(read_error(dir / "numpy.pt").find("unsupported pickle opcode 73"), std::string::npos)
+      << read_error(dir / "numpy.pt");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
+}
+
+// What torch.save writes beside a state_dict: sets (protocol 4), and a pickled model under
+// "model", named as such.
+TEST(Checkpoint, CheckpointDictsWithSetsAndModels) {
+  if (!have_python_torch()) GTEST_SKIP() << "no Python torch";
+  test::TempDir dir;
+  ASSERT_EQ(python("torch.save({'state_dict': torch.nn.Linear(2, 3).state_dict(), 'tags': {1, 2}, "
+                   "'frozen': frozenset([3])}, path, pickle_protocol=4)",
+                   dir / "sets.pt")
+                .exit_code,
+            0);
+  const auto d = read_state_dict(dir / "sets.pt");
+  EXPECT_EQ(d.size(), 2u);
+  EXPECT_TRUE(d.contains("weight"));
+  ASSERT_EQ(
+      python("torch.save({'model': torch.nn.Linear(2, 3), 'epoch': 3}, path)", dir / "module.pt")
+          .exit_code,
+      0);
+  EXPECT_NE(read_error(dir / "module.pt")
+                .find("its \"model\" is a pickled torch.nn.modules.linear.Linear object"),
+            std::string::npos)
+      << read_error(dir / "module.pt");
 }
 
 }  // namespace

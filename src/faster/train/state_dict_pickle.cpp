@@ -121,18 +121,27 @@ enum Opcode : uint8_t {
   NEWOBJ_EX = 0x92,
   STACK_GLOBAL = 0x93,
   MEMOIZE = 0x94,
-  FRAME = 0x95
+  FRAME = 0x95,
+  EMPTY_SET = 0x8f,
+  ADDITEMS = 0x90,
+  FROZENSET = 0x91
 };
 
-// Whether a class of `module` makes the pickle a whole object rather than a dict of values:
-// torch.nn's modules, torchvision's models, a user's __main__.Net.  A checkpoint dict's own
-// objects (argparse's Namespace of its run's arguments) and torch's rebuilders are not.
+// Whether a class of `module` is a model's: torch.nn's modules, torchvision's and timm's models, a
+// script's __main__.Net.  A pickle that fails after naming one is a whole model
+// (torch.save(model)), and said so; a checkpoint dict's other objects (an argparse.Namespace,
+// numpy's scalars) are not.
 bool is_model_module(const std::string& module) {
-  if (module.rfind("torch.nn", 0) == 0) return true;
-  const bool torch = module == "torch" || module.rfind("torch.", 0) == 0;
-  return !torch && module != "collections" && module != "argparse" && module != "copyreg" &&
-         module != "builtins" && module != "__builtin__";
+  for (const char* models : {"torch.nn", "torchvision.models", "timm.models", "__main__"})
+    if (module.rfind(models, 0) == 0) return true;
+  return false;
 }
+
+// Bounds on what a pickle may make, against a hostile file: containers nested deeper than this
+// (their destruction recurses), and bytes of values made (a memoized string fetched again and
+// again is copied each time) beyond a multiple of the pickle's size.
+constexpr int kMaxDepth = 512;
+constexpr size_t kBytesPerPickleByte = 16, kBaseBytes = size_t{64} << 20;
 
 std::string whole_model_message(const std::string& cls) {
   return "it pickles a " + cls +
@@ -142,7 +151,7 @@ std::string whole_model_message(const std::string& cls) {
 
 // Whether `v` is a dict of name -> tensor (an empty dict is not).
 bool is_state_dict(const Value& v) {
-  if (v.kind != Value::kDict || v.items->empty()) return false;
+  if (v.kind != Value::kDict || v.items->empty() || v.items->size() % 2) return false;
   for (size_t k = 0; k < v.items->size(); k += 2)
     if ((*v.items)[k].kind != Value::kString || (*v.items)[k + 1].kind != Value::kTensor)
       return false;
@@ -152,7 +161,11 @@ bool is_state_dict(const Value& v) {
 class Unpickler {
  public:
   Unpickler(const char* data, size_t size, const StorageLoader& load_storage)
-      : p_(data), end_(data + size), load_storage_(load_storage) {}
+      : p_(data),
+        end_(data + size),
+        size_(size),
+        budget_(kBaseBytes + kBytesPerPickleByte * size),
+        load_storage_(load_storage) {}
 
   Value run() {
     for (;;) {
@@ -197,13 +210,13 @@ class Unpickler {
           marks_.push_back(stack_.size());
           break;
         case EMPTY_DICT:
-          push(container(Value::kDict));
+          push(nest(Value::kDict));
           break;
         case EMPTY_TUPLE:
-          push(container(Value::kTuple));
+          push(nest(Value::kTuple));
           break;
         case TUPLE:
-          push(container(Value::kTuple, pop_to_mark()));
+          push(nest(Value::kTuple, pop_to_mark()));
           break;
         case TUPLE1:
         case TUPLE2:
@@ -212,7 +225,7 @@ class Unpickler {
           if (stack_.size() < n) fail("stack underflow");
           std::vector<Value> items(stack_.end() - n, stack_.end());
           stack_.resize(stack_.size() - n);
-          push(container(Value::kTuple, std::move(items)));
+          push(nest(Value::kTuple, std::move(items)));
           break;
         }
         case NONE:
@@ -260,19 +273,24 @@ class Unpickler {
           push(text(Value::kString, bytes(le(8))));
           break;
         case EMPTY_LIST:
-          push(container(Value::kList));
+        case EMPTY_SET:  // a set is kept as a list of its items
+          push(nest(Value::kList));
           break;
         case LIST:
-          push(container(Value::kList, pop_to_mark()));
+        case FROZENSET:
+          push(nest(Value::kList, pop_to_mark()));
           break;
         case APPEND: {
           auto item = pop();
-          list_items(top()).push_back(std::move(item));
+          if (top().kind != Value::kList) fail("APPEND on something other than a list");
+          add(top(), {std::move(item)});
           break;
         }
-        case APPENDS: {
+        case APPENDS:
+        case ADDITEMS: {
           auto items = pop_to_mark();
-          list_items(top()).insert(list_items(top()).end(), items.begin(), items.end());
+          if (top().kind != Value::kList) fail("APPENDS on something other than a list");
+          add(top(), std::move(items));
           break;
         }
         case NEWOBJ:  // cls, args: an instance, never made here
@@ -299,13 +317,15 @@ class Unpickler {
           break;
         case SETITEM: {
           auto value = pop(), key = pop();
-          dict_items(top()).insert(dict_items(top()).end(), {key, value});
+          if (top().kind != Value::kDict) fail("SETITEM on something other than a dict");
+          add(top(), {std::move(key), std::move(value)});
           break;
         }
         case SETITEMS: {
           auto items = pop_to_mark();
           if (items.size() % 2) fail("SETITEMS with an odd count");
-          dict_items(top()).insert(dict_items(top()).end(), items.begin(), items.end());
+          if (top().kind != Value::kDict) fail("SETITEMS on something other than a dict");
+          add(top(), std::move(items));
           break;
         }
         default:
@@ -313,9 +333,6 @@ class Unpickler {
       }
     }
   }
-
-  // The first class that makes the pickle a whole model ("" if none): named in its errors.
-  const std::string& model_class() const { return object_; }
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
@@ -357,7 +374,16 @@ class Unpickler {
     return s;
   }
 
-  void push(Value v) { stack_.push_back(std::move(v)); }
+  void push(Value v) {
+    spend(v);
+    stack_.push_back(std::move(v));
+  }
+  void spend(const Value& v) {
+    made_ += sizeof(Value) + v.s.size();
+    if (made_ > budget_)
+      fail("it makes more than " + std::to_string(budget_ >> 20) + " MB of values from " +
+           std::to_string(size_) + " bytes (a hostile file?)");
+  }
   Value& top() {
     if (stack_.empty()) fail("stack underflow");
     return stack_.back();
@@ -374,19 +400,35 @@ class Unpickler {
     marks_.pop_back();
     return items;
   }
-  void memo(uint64_t index) { memo_[index] = top(); }
+  void memo(uint64_t index) {
+    spend(top());
+    memo_[index] = top();
+  }
   const Value& memo_at(uint64_t index) const {
     const auto it = memo_.find(index);
     if (it == memo_.end()) fail("unknown memo entry " + std::to_string(index));
     return it->second;
   }
-  std::vector<Value>& dict_items(Value& v) {
-    if (v.kind != Value::kDict) fail("SETITEM on something other than a dict");
-    return *v.items;
+  // A container holding `items`, its depth recorded (by its items' storage, which every copy of
+  // it shares).
+  Value nest(Value::Kind kind, std::vector<Value> items = {}) {
+    Value v = container(kind, {});
+    depth_[v.items.get()] = 1;
+    add(v, std::move(items));
+    return v;
   }
-  std::vector<Value>& list_items(Value& v) {
-    if (v.kind != Value::kList) fail("APPEND on something other than a list");
-    return *v.items;
+  int depth(const Value& v) const {
+    if (!v.items) return 0;
+    const auto it = depth_.find(v.items.get());
+    return it == depth_.end() ? 1 : it->second;
+  }
+  // Items into a list (appends) or a dict (keys and values), deepening it.
+  void add(Value& to, std::vector<Value> items) {
+    int& d = depth_[to.items.get()];
+    for (const auto& item : items) d = std::max(d, 1 + depth(item));
+    if (d > kMaxDepth) fail("containers nested deeper than " + std::to_string(kMaxDepth));
+    to.items->insert(to.items->end(), std::make_move_iterator(items.begin()),
+                     std::make_move_iterator(items.end()));
   }
 
   // The callables those writers name.
@@ -395,7 +437,7 @@ class Unpickler {
       fail("REDUCE without a global");
     const auto& a = *args.items;
     const auto& name = callable.s;
-    if (name == "collections.OrderedDict" && a.empty()) return container(Value::kDict);
+    if (name == "collections.OrderedDict" && a.empty()) return nest(Value::kDict);
     // (storage, offset, size, stride, requires_grad, backward_hooks[, metadata])
     if (name == "torch._utils._rebuild_tensor_v2" && a.size() >= 4 && a[0].kind == Value::kTensor)
       return tensor(a[0].tensor.as_strided(ints(a[2]), ints(a[3]), integer(a[1])));
@@ -438,6 +480,8 @@ class Unpickler {
 
   const char* p_;
   const char* end_;
+  size_t size_, budget_, made_ = 0;
+  std::map<const void*, int> depth_;  // a container's nesting, by its items' storage
   const StorageLoader& load_storage_;
   std::vector<Value> stack_;
   std::vector<size_t> marks_;
@@ -458,11 +502,10 @@ c10::Dict<std::string, torch::Tensor> unpickle_state_dict(const char* data, size
   } catch (const Error& e) {
     FASTER_THROW(where, ": ", e.what());
   }
-  if (root.kind != Value::kDict) {
-    if (!unpickler.model_class().empty())
-      FASTER_THROW(where, ": ", whole_model_message(unpickler.model_class()));
+  if (root.kind == Value::kObject && !root.s.empty())
+    FASTER_THROW(where, ": ", whole_model_message(root.s));
+  if (root.kind != Value::kDict)
     FASTER_THROW(where, ": not a state_dict (the pickle is not a dict)");
-  }
   // A checkpoint dict: torchvision's references save {"model": state_dict, "optimizer": ...,
   // "epoch": ..., "args": ...}; others name it "state_dict".
   const Value* dict = &root;
@@ -478,6 +521,15 @@ c10::Dict<std::string, torch::Tensor> unpickle_state_dict(const char* data, size
             is_state_dict((*root.items)[k + 1]))
           dict = &(*root.items)[k + 1];
   if (!is_state_dict(*dict)) {
+    // {"model": <a pickled module>, ...}: the model itself where its state_dict belongs.
+    for (size_t k = 0; k + 1 < root.items->size(); k += 2) {
+      const auto &key = (*root.items)[k], &value = (*root.items)[k + 1];
+      if (key.kind == Value::kString && value.kind == Value::kObject &&
+          is_model_module(value.s.substr(0, value.s.rfind('.'))))
+        FASTER_THROW(where, ": its \"", key.s, "\" is a pickled ", value.s,
+                     " object (torch.save(model) writes the whole model), not a state_dict: "
+                     "save model.state_dict() instead");
+    }
     std::string named;
     for (size_t k = 0; k < keys.size() && k < 6; ++k) named += (k ? ", " : "") + keys[k];
     if (keys.size() > 6) named += ", ...";

@@ -939,19 +939,19 @@ c10::Dict<std::string, torch::Tensor> as_plain_state_dict(
     const c10::Dict<std::string, torch::Tensor>& dict) {
   // Wrappers' prefixes, in any nesting: DataParallel's and DDP's "module.", torch.compile's
   // "_orig_mod.".
-  c10::Dict<std::string, torch::Tensor> out = dict.copy();
-  for (bool stripped = true; stripped && !out.empty();) {
-    stripped = false;
+  // The wrappers every name starts with, measured once (then each name cut once).
+  size_t cut = 0;
+  for (bool more = !dict.empty(); more;) {
+    more = false;
     for (const std::string wrapped : {"module.", "_orig_mod."}) {
       bool all_wrapped = true;
-      for (const auto& kv : out) all_wrapped = all_wrapped && kv.key().rfind(wrapped, 0) == 0;
-      if (!all_wrapped) continue;
-      c10::Dict<std::string, torch::Tensor> inner;
-      for (const auto& kv : out) inner.insert(kv.key().substr(wrapped.size()), kv.value());
-      out = inner;
-      stripped = true;
+      for (const auto& kv : dict)
+        all_wrapped = all_wrapped && kv.key().compare(cut, wrapped.size(), wrapped) == 0;
+      if (all_wrapped) cut += wrapped.size(), more = true;
     }
   }
+  c10::Dict<std::string, torch::Tensor> out;
+  for (const auto& kv : dict) out.insert(kv.key().substr(cut), kv.value());
   const std::string mean = ".running_mean";
   std::vector<std::string> missing;
   for (const auto& kv : out) {
