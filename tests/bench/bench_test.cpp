@@ -1,7 +1,10 @@
 // `faster bench`: the plan, the table format (from a constructed report) and a real short CPU run.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <csignal>
+#include <cstdlib>
 
 #include <algorithm>
 #include <chrono>
@@ -271,6 +274,8 @@ TEST(Bench, ShortCpuRunWithTheTimeToAccuracyRow) {
   EXPECT_EQ(all["options"]["tta_args"], nlohmann::json({"--filters", "8,16,32", "--epochs", "2",
                                                         "--batch", "64", "--train-whitening"}));
   EXPECT_EQ(all["options"]["tta_seeds"], 2);
+  EXPECT_EQ(all["options"]["tta_peer"].size(), 2u);
+  EXPECT_EQ(all["options"]["cpu_requested"], true);
   const auto& j = all["time_to_accuracy"];
   EXPECT_EQ(j["seeds"], 2);
   EXPECT_EQ(j["reached"], 2);
@@ -290,8 +295,34 @@ TEST(Bench, ShortCpuRunWithTheTimeToAccuracyRow) {
   EXPECT_NE(svg.find("seconds from process start"), std::string::npos) << svg;
 }
 
-// A run that fails passes its exit code on (1: it diverged; bench said 1 for any failure),
-// naming the child's error line, not its hint; --train-args takes one string, as --tta-args.
+// bench's exit code is the first failed run's (a killed run's 137 was 1), else 3 where runs only
+// skipped bad images (that was 0), and every failure is listed in order.
+TEST(Bench, ExitCodeIsTheFirstFailedRunsElseThreeForSkippedImages) {
+  Report r;
+  r.cells.push_back(result("single, host loader", "plain", {1.0}, 90));
+  EXPECT_EQ(exit_code(r), 0);
+  r.cells.back().runs.back().exit_code = 3;  // done, bad images skipped
+  EXPECT_EQ(exit_code(r), 3);
+  EXPECT_TRUE(failures(r).empty());
+  CellResult killed{{"DDP", "+AMP", {}, 2}, {}};
+  killed.runs.push_back({false, 0, 0, "exit 137: (see run-1.log)", 137});
+  r.cells.push_back(killed);
+  r.tta = TtaRow{94, {}, {}, ""};
+  TtaRun diverged;
+  diverged.seed = 4;
+  diverged.error = "exit 1: training diverged";
+  diverged.exit_code = 1;
+  r.tta->runs.push_back(diverged);
+  EXPECT_EQ(exit_code(r), 137);
+  EXPECT_EQ(failures(r), (std::vector<std::string>{
+                             "DDP / +AMP failed: exit 137: (see run-1.log)",
+                             "time to accuracy, seed 4 failed: exit 1: training diverged"}));
+  r.cells.pop_back();
+  EXPECT_EQ(exit_code(r), 1);
+}
+
+// A run that fails is named by the child's error line, not its hint; --train-args takes one
+// string, as --tta-args.
 // Data bench's matrix cannot train on is refused before any run.
 TEST(Bench, FailedRunsExitCodeAndOtherData) {
   REQUIRE_FASHION_MNIST();
@@ -321,14 +352,17 @@ TEST(Bench, KilledBenchTakesItsRunWithIt) {
   REQUIRE_FASHION_MNIST();
   test::TempDir d;
   const std::string json = (d / "out" / "run-0.json").string();
-  const auto running = [&json] {  // a process whose command line names the run's report
+  const auto runs = [&json] {  // the processes whose command line names the run's report
+    std::vector<pid_t> pids;
     for (const auto& p : std::filesystem::directory_iterator("/proc")) {
       std::ifstream in(p.path() / "cmdline", std::ios::binary);
       const std::string line{std::istreambuf_iterator<char>(in), {}};
-      if (line.find(json) != std::string::npos) return true;
+      if (line.find(json) != std::string::npos)
+        pids.push_back(std::atoi(p.path().filename().c_str()));
     }
-    return false;
+    return pids;
   };
+  const auto running = [&] { return !runs().empty(); };
   const int code = test::signal_when(
       std::string(FASTER_BIN) +
           " bench --cpu --epochs 100000 --train-limit 512 --test-limit 128 "
@@ -340,6 +374,7 @@ TEST(Bench, KilledBenchTakesItsRunWithIt) {
   while (running() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_FALSE(running()) << "the run outlived bench";
+  for (pid_t p : runs()) ::kill(p, SIGKILL);  // none left running on a failure
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "faster/core/error.h"
+#include "faster/core/exit_codes.h"
 #include "faster/core/fd.h"
 #include "faster/core/process.h"
 
@@ -110,6 +111,37 @@ std::vector<std::string> train_args(const Cell& c, const BenchOptions& o, const 
   a.insert(a.end(), c.args.begin(), c.args.end());
   a.insert(a.end(), o.extra_args.begin(), o.extra_args.end());
   return a;
+}
+
+namespace {
+// Calls f(exit_code, ok, what, error) for every run, the matrix's then the time-to-accuracy row's.
+template <typename F>
+void for_each_run(const Report& r, F f) {
+  for (const auto& c : r.cells)
+    for (const auto& run : c.runs)
+      f(run.exit_code, run.ok, c.cell.row + " / " + c.cell.column, run.error);
+  if (r.tta)
+    for (const auto& run : r.tta->runs)
+      f(run.exit_code, run.ok, "time to accuracy, seed " + std::to_string(run.seed), run.error);
+}
+}  // namespace
+
+std::vector<std::string> failures(const Report& r) {
+  std::vector<std::string> out;
+  for_each_run(r, [&](int, bool ok, const std::string& what, const std::string& error) {
+    if (!ok) out.push_back(what + " failed: " + error);
+  });
+  return out;
+}
+
+int exit_code(const Report& r) {
+  int code = 0;
+  bool skipped = false;
+  for_each_run(r, [&](int run_code, bool ok, const std::string&, const std::string&) {
+    skipped = skipped || run_code == kExitBadInput;
+    if (!ok && code == 0) code = run_code != 0 ? run_code : 1;
+  });
+  return code != 0 ? code : skipped ? kExitBadInput : 0;
 }
 
 int run_process(const std::string& exe, const std::vector<std::string>& args,

@@ -25,8 +25,9 @@ struct BenchOptions {
   std::string blocks = "3,3,2";
   std::string filters = "32,64,128";
   int repeats = 3;
-  bool gpu = true;  // false: the short CPU version
-  int gpus = 1;     // GPUs the parallel rows use
+  bool gpu = true;             // false: the short CPU version
+  bool cpu_requested = false;  // --cpu: the CPU version on a machine with a GPU too
+  int gpus = 1;                // GPUs the parallel rows use
   int64_t train_limit = 0, test_limit = 0;
   std::vector<std::string> rows;        // which rows; empty = all that apply
   std::vector<std::string> extra_args;  // appended to every train command
@@ -75,6 +76,12 @@ struct Report {
   std::vector<CellResult> cells;
   std::optional<TtaRow> tta;
 };
+
+// Every run that failed, as "what failed: error", in the order they ran.
+std::vector<std::string> failures(const Report& r);
+// bench's exit code: the first failed run's (1 where it has none), else 3 where a run skipped
+// bad images (docs/exit_codes.md), else 0.
+int exit_code(const Report& r);
 
 std::string markdown(const Report& r);
 nlohmann::json to_json(const Report& r);

@@ -90,6 +90,7 @@ nlohmann::json to_json(const Report& r) {
                   {"filters", o.filters},
                   {"repeats", o.repeats},
                   {"gpu", o.gpu},
+                  {"cpu_requested", o.cpu_requested},
                   {"data", o.data},
                   {"train_limit", o.train_limit},
                   {"test_limit", o.test_limit},
@@ -97,7 +98,8 @@ nlohmann::json to_json(const Report& r) {
                   {"train_args", o.extra_args},
                   {"tta_args", o.tta_args},
                   {"tta_target", o.tta_target},
-                  {"tta_seeds", o.tta_seeds}};
+                  {"tta_seeds", o.tta_seeds},
+                  {"tta_peer", o.tta_peer}};
   j["env"] = r.env;
   j["cells"] = nlohmann::json::array();
   for (const auto& c : r.cells) {

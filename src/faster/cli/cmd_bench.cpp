@@ -135,6 +135,7 @@ int run_bench(BenchFlags& f) {
   validate(f);
   auto& o = f.o;
   o.gpu = !f.cpu && cuda_device_count() > 0;
+  o.cpu_requested = f.cpu;
   // Without a GPU the default is a short CPU run: minutes, not hours.
   const auto given = [&](const char* flag) { return f.cmd->get_option(flag)->count() > 0; };
   o.epochs = given("--epochs") ? f.epochs : (o.gpu ? 5 : 1);
@@ -208,26 +209,12 @@ int run_bench(BenchFlags& f) {
   std::ofstream(fs::path(o.out_dir) / "bench.json") << bench::to_json(report).dump(2) << "\n";
   std::ofstream(fs::path(o.out_dir) / "bench.svg") << bench::svg_chart(report);
   std::printf("\nwrote %s/bench.md, bench.json, bench.svg\n", o.out_dir.c_str());
-  // The first failed run's exit code (docs/exit_codes.md), else 3 where a run skipped bad images.
-  int code = 0;
-  bool skipped = false;
-  const auto account = [&](int run_code, bool ok, const std::string& what,
-                           const std::string& error) {
-    skipped = skipped || run_code == kExitBadInput;
-    if (ok) return;
-    std::fprintf(stderr, "faster bench: %s failed: %s\n", what.c_str(), error.c_str());
-    if (code == 0) code = run_code != 0 ? run_code : 1;
-  };
-  for (const auto& c : report.cells)
-    for (const auto& run : c.runs)
-      account(run.exit_code, run.ok, c.cell.row + " / " + c.cell.column, run.error);
-  if (report.tta)
-    for (const auto& run : report.tta->runs)
-      account(run.exit_code, run.ok, "time to accuracy, seed " + std::to_string(run.seed),
-              run.error);
-  if (code == 0 && skipped)
+  for (const auto& failure : bench::failures(report))
+    std::fprintf(stderr, "faster bench: %s\n", failure.c_str());
+  const int code = bench::exit_code(report);
+  if (code == kExitBadInput)
     std::fprintf(stderr, "faster bench: runs skipped bad images (their logs say which)\n");
-  return code != 0 ? code : skipped ? kExitBadInput : 0;
+  return code;
 }
 
 void add_bench(CLI::App& root, int& exit_code) {
