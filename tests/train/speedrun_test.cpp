@@ -9,6 +9,7 @@
 #include "faster/core/error.h"
 #include "faster/models/registry.h"
 #include "faster/train/checkpoint.h"
+#include "faster/train/options.h"
 #include "faster/train/stepper.h"
 #include "faster/train/trainer.h"
 #include "support/test_support.h"
@@ -187,6 +188,7 @@ TEST(Speedrun, RecipeImprovesOnItsFirstEpochAndCountsFromProcessStart) {
   EXPECT_EQ(j["options"]["filters"], (std::vector<int>{8, 16, 32}));
   EXPECT_EQ(j["options"]["blocks"], (std::vector<int>{1, 1, 1}));
   EXPECT_EQ(j["options"]["stem_dims"], 8);  // 8 of a gray 3x3 patch's 9: a 16-channel stem
+  EXPECT_DOUBLE_EQ(j["options"]["muon_lr"].get<double>(), 0.24);  // the filters on Muon
   EXPECT_FALSE(j["cuda_env"].contains("CUDA_DEVICE_MAX_CONNECTIONS"));  // left as measured
   const auto& epochs = j["epochs"];
   ASSERT_EQ(epochs.size(), 4u);
@@ -206,6 +208,31 @@ TEST(Speedrun, RecipeImprovesOnItsFirstEpochAndCountsFromProcessStart) {
   EXPECT_LE(s["start_s"].get<double>(), s["first_step_s"].get<double>());
   EXPECT_LE(s["first_step_s"].get<double>(), s["train_step_ready_s"].get<double>());
   EXPECT_LE(s["train_step_ready_s"].get<double>(), s["steps_ready_s"].get<double>());
+}
+
+// The recipes as measured (BENCHMARKS.md): speedrun 9 epochs with Muon for the filters, speedrun95
+// 30 on SGD alone.  The recipe's Muon needs its stem frozen: with --train-whitening (or another
+// model) the run goes on SGD alone instead of being refused; a --muon-lr given is still refused.
+TEST(Speedrun, RecipesAndWhenTheirMuonApplies) {
+  const auto fast = recipe_options(Recipe::kSpeedrun), longer = recipe_options(Recipe::kSpeedrun95);
+  EXPECT_EQ(fast.epochs, 9);
+  EXPECT_DOUBLE_EQ(fast.sgd.muon_lr, 0.24);
+  EXPECT_EQ(longer.epochs, 30);
+  EXPECT_DOUBLE_EQ(longer.sgd.muon_lr, 0.0);
+  REQUIRE_FASHION_MNIST();
+  test::TempDir d;
+  const std::string run =
+      "train --recipe speedrun --device cpu --filters 8,16,32 --epochs 1 --batch 128 "
+      "--train-limit 512 --test-limit 128 --train-whitening" +
+      test::fashion_mnist_flag();
+  auto r = test::run_faster(run + " --json " + (d / "t.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_DOUBLE_EQ(
+      nlohmann::json::parse(test::read_file(d / "t.json"))["options"]["muon_lr"].get<double>(), 0);
+  r = test::run_faster(run + " --muon-lr 0.24");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--muon-lr with speednet needs its stem frozen"), std::string::npos)
+      << r.output;
 }
 
 TEST(Speedrun, MnistDigitsAreNotFlipped) {
