@@ -74,11 +74,18 @@ c10::Dict<std::string, torch::Tensor> read_state_dict(const fs::path& path) {
     if (!zip->hasRecord(name)) FASTER_THROW(where, ": the archive has no ", name);
     return zip->getRecord(name);
   };
+  // Its errors are prefixed by `where` where the pickle's are.
   const auto load_storage = [&](const std::string& key, torch::ScalarType dtype, int64_t numel) {
-    auto [data, bytes] = record("data/" + key);
+    const std::string name = "data/" + key;
+    if (!zip->hasRecord(name)) FASTER_THROW("the archive has no ", name);
+    auto [data, bytes] = zip->getRecord(name);
+    // Checked before anything is allocated: a storage claims no more than its record holds.
+    int64_t need = 0;
+    if (numel < 0 ||
+        __builtin_mul_overflow(numel, static_cast<int64_t>(c10::elementSize(dtype)), &need) ||
+        static_cast<uint64_t>(need) > bytes)
+      FASTER_THROW("storage ", key, " is shorter than its ", numel, " elements");
     auto t = torch::empty({numel}, torch::dtype(dtype));
-    if (bytes < t.nbytes())
-      FASTER_THROW(where, ": storage ", key, " is shorter than its ", numel, " elements");
     std::memcpy(t.data_ptr(), data.get(), t.nbytes());
     return t;
   };

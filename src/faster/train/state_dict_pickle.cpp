@@ -7,6 +7,7 @@
 // guess.
 #include "faster/train/state_dict_pickle.h"
 
+#include <cctype>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -124,7 +125,13 @@ enum Opcode : uint8_t {
   FRAME = 0x95,
   EMPTY_SET = 0x8f,
   ADDITEMS = 0x90,
-  FROZENSET = 0x91
+  FROZENSET = 0x91,
+  POP = '0',
+  POP_MARK = '1',
+  DUP = '2',
+  LONG4 = 0x8b,
+  BINBYTES8 = 0x8e,
+  BYTEARRAY8 = 0x96
 };
 
 // Whether a class of `module` is a model's: torch.nn's modules, torchvision's and timm's models, a
@@ -137,10 +144,8 @@ bool is_model_module(const std::string& module) {
   return false;
 }
 
-// Bounds on what a pickle may make, against a hostile file: containers nested deeper than this
-// (their destruction recurses), and bytes of values made (a memoized string fetched again and
-// again is copied each time) beyond a multiple of the pickle's size.
-constexpr int kMaxDepth = 512;
+// A bound on what a pickle may make, against a hostile file: bytes of strings made (a memoized
+// string fetched again and again is copied each time) beyond a multiple of the pickle's size.
 constexpr size_t kBytesPerPickleByte = 16, kBaseBytes = size_t{64} << 20;
 
 std::string whole_model_message(const std::string& cls) {
@@ -160,6 +165,13 @@ bool is_state_dict(const Value& v) {
 
 class Unpickler {
  public:
+  ~Unpickler() {
+    stack_.clear();
+    memo_.clear();
+    for (auto& items : made_containers_) items->clear();
+  }
+  Unpickler(const Unpickler&) = delete;
+  Unpickler& operator=(const Unpickler&) = delete;
   Unpickler(const char* data, size_t size, const StorageLoader& load_storage)
       : p_(data),
         end_(data + size),
@@ -246,7 +258,11 @@ class Unpickler {
           break;
         case LONG1: {  // n bytes, little-endian two's complement
           const size_t n = u8();
-          if (n > 8) fail("integer wider than 64 bits");
+          if (n > 8) {  // numpy's generator state, 2**70: kept, but not as an integer
+            bytes(n);
+            push(text(Value::kObject, "int"));
+            break;
+          }
           uint64_t bits = n ? le(n) : 0;
           if (n && n < 8 && (bits >> (8 * n - 1)) & 1) bits |= ~uint64_t{0} << (8 * n);
           push(scalar(Value::kInt, static_cast<int64_t>(bits)));
@@ -270,7 +286,22 @@ class Unpickler {
           push(text(Value::kString, bytes(u8())));
           break;
         case BINUNICODE8:
+        case BINBYTES8:
+        case BYTEARRAY8:
           push(text(Value::kString, bytes(le(8))));
+          break;
+        case LONG4:  // an integer of more than 255 bytes: kept, not as an integer
+          bytes(le(4));
+          push(text(Value::kObject, "int"));
+          break;
+        case POP:
+          pop();
+          break;
+        case POP_MARK:
+          pop_to_mark();
+          break;
+        case DUP:
+          push(top());
           break;
         case EMPTY_LIST:
         case EMPTY_SET:  // a set is kept as a list of its items
@@ -341,13 +372,16 @@ class Unpickler {
   }
 
   void global(const std::string& module, const std::string& name) {
-    if (object_.empty() && is_model_module(module)) object_ = module + "." + name;
     push(text(Value::kGlobal, module + "." + name));
   }
-  Value object(const Value& cls) const {
+  // An instance of `cls`, never made.  A model's class instantiated makes the pickle a whole model
+  // (a class named as a value, such as timm's act_layer=torch.nn.ReLU in its arguments, does not).
+  Value object(const Value& cls) {
     Value v;
     v.kind = Value::kObject;
     v.s = cls.kind == Value::kGlobal ? cls.s : "";
+    if (object_.empty() && !v.s.empty() && is_model_module(v.s.substr(0, v.s.rfind('.'))))
+      object_ = v.s;
     return v;
   }
 
@@ -379,10 +413,10 @@ class Unpickler {
     stack_.push_back(std::move(v));
   }
   void spend(const Value& v) {
-    made_ += sizeof(Value) + v.s.size();
+    made_ += v.s.size();  // the count of values is bounded by the opcodes, their strings are not
     if (made_ > budget_)
-      fail("it makes more than " + std::to_string(budget_ >> 20) + " MB of values from " +
-           std::to_string(size_) + " bytes (a hostile file?)");
+      FASTER_THROW("it makes more than ", budget_ >> 20, " MB of strings from ", size_,
+                   " bytes (a hostile file?)");
   }
   Value& top() {
     if (stack_.empty()) fail("stack underflow");
@@ -409,24 +443,14 @@ class Unpickler {
     if (it == memo_.end()) fail("unknown memo entry " + std::to_string(index));
     return it->second;
   }
-  // A container holding `items`, its depth recorded (by its items' storage, which every copy of
-  // it shares).
+  // A container holding `items`, kept in `made_containers_` until the unpickler ends.
   Value nest(Value::Kind kind, std::vector<Value> items = {}) {
-    Value v = container(kind, {});
-    depth_[v.items.get()] = 1;
-    add(v, std::move(items));
+    Value v = container(kind, std::move(items));
+    made_containers_.push_back(v.items);
     return v;
   }
-  int depth(const Value& v) const {
-    if (!v.items) return 0;
-    const auto it = depth_.find(v.items.get());
-    return it == depth_.end() ? 1 : it->second;
-  }
-  // Items into a list (appends) or a dict (keys and values), deepening it.
+  // Items into a list (appends) or a dict (keys and values).
   void add(Value& to, std::vector<Value> items) {
-    int& d = depth_[to.items.get()];
-    for (const auto& item : items) d = std::max(d, 1 + depth(item));
-    if (d > kMaxDepth) fail("containers nested deeper than " + std::to_string(kMaxDepth));
     to.items->insert(to.items->end(), std::make_move_iterator(items.begin()),
                      std::make_move_iterator(items.end()));
   }
@@ -439,30 +463,61 @@ class Unpickler {
     const auto& name = callable.s;
     if (name == "collections.OrderedDict" && a.empty()) return nest(Value::kDict);
     // (storage, offset, size, stride, requires_grad, backward_hooks[, metadata])
-    if (name == "torch._utils._rebuild_tensor_v2" && a.size() >= 4 && a[0].kind == Value::kTensor)
-      return tensor(a[0].tensor.as_strided(ints(a[2]), ints(a[3]), integer(a[1])));
+    if (name == "torch._utils._rebuild_tensor_v2" && a.size() >= 4 && a[0].kind == Value::kTensor) {
+      const auto sizes = ints(a[2]), strides = ints(a[3]);
+      const int64_t offset = integer(a[1]);
+      check_view(a[0].tensor.numel(), offset, sizes, strides);
+      return tensor(a[0].tensor.as_strided(sizes, strides, offset));
+    }
     // (data, requires_grad, backward_hooks): a Parameter saved with keep_vars=True
     if (name == "torch._utils._rebuild_parameter" && !a.empty() && a[0].kind == Value::kTensor)
       return a[0];
     // (value, type): LibTorch's typed containers
     if (name == "torch.jit._pickle.restore_type_tag" && !a.empty()) return a[0];
     // A tensor rebuilder not listed (quantized, sparse...) is not guessed at; anything else
-    // (copyreg's reconstructor, a class) stands for an object, never made.
-    if (name.rfind("torch.", 0) == 0) fail("unsupported callable " + name);
+    // (copyreg's reconstructor, a class, torch.device, torch.Size) stands for an object, never
+    // made.
+    if (name.rfind("torch._utils.", 0) == 0 || name.rfind("torch._tensor", 0) == 0)
+      fail("unsupported callable " + name);
     return object(callable);
   }
 
+  // A view (offset, sizes, strides) must lie inside its storage of `numel` elements: LibTorch's own
+  // check overflows, and a hostile offset pointed far outside the buffer.
+  void check_view(int64_t numel, int64_t offset, const std::vector<int64_t>& sizes,
+                  const std::vector<int64_t>& strides) const {
+    if (sizes.size() != strides.size() || offset < 0) fail("a tensor view outside its storage");
+    int64_t last = offset;
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      if (sizes[d] < 0 || strides[d] < 0) fail("a tensor view outside its storage");
+      if (sizes[d] == 0) return;  // empty: nothing is read
+      int64_t span = 0;
+      if (__builtin_mul_overflow(sizes[d] - 1, strides[d], &span) ||
+          __builtin_add_overflow(last, span, &last))
+        fail("a tensor view outside its storage");
+    }
+    if (last >= numel) fail("a tensor view outside its storage");
+  }
+
   // A persistent id ('storage', storage type, key, location, numel): the storage's tensor on the
-  // CPU (where it was saved does not matter here), one per key.
+  // CPU (where it was saved does not matter here), one per record: keys are names like torch.save's
+  // "0", "1", ..., and the archive looks records up by C string and without case, so the cache is
+  // keyed by the lowercased name (an alias loaded the same record again and again).
   Value storage(const Value& pid) {
     const auto* a = pid.kind == Value::kTuple ? pid.items.get() : nullptr;
     if (!a || a->size() != 5 || (*a)[0].s != "storage" || (*a)[1].kind != Value::kGlobal ||
         (*a)[2].kind != Value::kString)
       fail("unsupported persistent id");
     const auto& key = (*a)[2].s;
-    auto it = storages_.find(key);
+    std::string name;
+    for (const char c : key) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') fail("a bad storage name");
+      name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    if (name.empty() || name.size() > 64) fail("a bad storage name");
+    auto it = storages_.find(name);
     if (it == storages_.end())
-      it = storages_.emplace(key, load_storage_(key, storage_dtype((*a)[1].s), integer((*a)[4])))
+      it = storages_.emplace(name, load_storage_(key, storage_dtype((*a)[1].s), integer((*a)[4])))
                .first;
     return tensor(it->second);
   }
@@ -481,7 +536,10 @@ class Unpickler {
   const char* p_;
   const char* end_;
   size_t size_, budget_, made_ = 0;
-  std::map<const void*, int> depth_;  // a container's nesting, by its items' storage
+  // Every container made.  Freed as one value holding the next, a nest of them recursed once per
+  // level (a 2 MB file of nested lists overflowed the stack); ~Unpickler empties each while this
+  // still holds them all, so no free recurses, and cycles (a list appended to itself) go too.
+  std::vector<std::shared_ptr<std::vector<Value>>> made_containers_;
   const StorageLoader& load_storage_;
   std::vector<Value> stack_;
   std::vector<size_t> marks_;
@@ -501,8 +559,10 @@ c10::Dict<std::string, torch::Tensor> unpickle_state_dict(const char* data, size
     root = unpickler.run();
   } catch (const Error& e) {
     FASTER_THROW(where, ": ", e.what());
+  } catch (const c10::Error& e) {  // LibTorch refusing a tensor the pickle describes
+    FASTER_THROW(where, ": ", e.what_without_backtrace());
   }
-  if (root.kind == Value::kObject && !root.s.empty())
+  if (root.kind == Value::kObject && !root.s.empty() && root.s != "int")
     FASTER_THROW(where, ": ", whole_model_message(root.s));
   if (root.kind != Value::kDict)
     FASTER_THROW(where, ": not a state_dict (the pickle is not a dict)");
