@@ -319,6 +319,9 @@ TEST(Bench, ExitCodeIsTheFirstFailedRunsElseThreeForSkippedImages) {
                              "time to accuracy, seed 4 failed: exit 1: training diverged"}));
   r.cells.pop_back();
   EXPECT_EQ(exit_code(r), 1);
+  // A run that exited 3 but wrote no report failed: 1, not "done, images skipped".
+  r.tta->runs.back().exit_code = 3;
+  EXPECT_EQ(exit_code(r), 1);
 }
 
 // A run that fails is named by the child's error line, not its hint; --train-args takes one

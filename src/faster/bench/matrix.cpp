@@ -138,8 +138,9 @@ int exit_code(const Report& r) {
   int code = 0;
   bool skipped = false;
   for_each_run(r, [&](int run_code, bool ok, const std::string&, const std::string&) {
-    skipped = skipped || run_code == kExitBadInput;
-    if (!ok && code == 0) code = run_code != 0 ? run_code : 1;
+    skipped = skipped || (ok && run_code == kExitBadInput);
+    // A run that wrote no report failed, whatever it exited with (0 and 3 mean done).
+    if (!ok && code == 0) code = run_code != 0 && run_code != kExitBadInput ? run_code : 1;
   });
   return code != 0 ? code : skipped ? kExitBadInput : 0;
 }

@@ -754,7 +754,11 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
     if (signal == 0) return;
     log.write({{"event", "interrupted"}, {"epoch", epoch + 1}, {"step", step}});
     std::string hint;
-    if (epochs_saved > 0)
+    if (epochs_saved >= o.epochs)  // the last epoch trained, its test pass cut short
+      hint = o.checkpoint + " holds the trained run (" + std::to_string(o.epochs) +
+             (o.epochs == 1 ? " epoch" : " epochs") + "): 'faster eval --weights " + o.checkpoint +
+             "' scores it";
+    else if (epochs_saved > 0)
       hint = o.checkpoint + " holds epoch " + std::to_string(epochs_saved) + ": --resume " +
              o.checkpoint + " goes on from there";
     else
@@ -772,7 +776,8 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
     if (!d.arrays()) meta["class_names"] = d.classes;
     // Trained on a small dataset as stored: the side eval scores its images at elsewhere (the
     // tree `faster export` makes of it).
-    if (d.arrays() && o.res.res == 0) meta["stored_side"] = d.train_arrays->height;
+    if (d.arrays() && o.res.res == 0 && d.train_arrays->height == d.train_arrays->width)
+      meta["stored_side"] = d.train_arrays->height;  // (a square's: eval's crops are square)
     meta["epochs_done"] = epoch + 1;
     meta["step"] = step;
     meta["options"] = report.options;
