@@ -188,7 +188,7 @@ TEST(Speedrun, RecipeImprovesOnItsFirstEpochAndCountsFromProcessStart) {
   EXPECT_EQ(j["options"]["filters"], (std::vector<int>{8, 16, 32}));
   EXPECT_EQ(j["options"]["blocks"], (std::vector<int>{1, 1, 1}));
   EXPECT_EQ(j["options"]["stem_dims"], 8);  // 8 of a gray 3x3 patch's 9: a 16-channel stem
-  EXPECT_DOUBLE_EQ(j["options"]["muon_lr"].get<double>(), 0.24);  // the filters on Muon
+  EXPECT_DOUBLE_EQ(j["options"]["muon_lr"].get<double>(), 0.24);        // the filters on Muon
   EXPECT_FALSE(j["cuda_env"].contains("CUDA_DEVICE_MAX_CONNECTIONS"));  // left as measured
   const auto& epochs = j["epochs"];
   ASSERT_EQ(epochs.size(), 4u);
