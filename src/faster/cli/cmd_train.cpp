@@ -26,6 +26,12 @@ namespace faster::cli {
 namespace {
 namespace fs = std::filesystem;
 
+// Whether this process is a rank a launcher started (torchrun and our own set RANK; srun's tasks).
+bool in_launched_job() {
+  const char* rank = std::getenv("RANK");
+  return (rank && *rank) || train::in_slurm_step();
+}
+
 // The choices of the enum flags that offer part of their enum.
 constexpr EnumName<train::Precision> kAmpDtypes[] = {{"fp16", train::Precision::kFloat16},
                                                      {"bf16", train::Precision::kBFloat16}};
@@ -368,8 +374,7 @@ void apply_recipe(TrainFlags& f) {
     // machine (a job of several is launched as it was, on each).
     if (unset("--parallel") && unset("--nproc") && resumed.value("parallel", "") == "ddp") {
       o.parallel = train::Parallel::kDdp;
-      const char* rank = std::getenv("RANK");
-      if (!(rank && *rank) && !train::in_slurm_step()) {
+      if (!in_launched_job()) {
         const int world = resumed.value("world_size", 1);
         const int local = resumed.value("local_world_size", world);
         if (local != world)
@@ -650,8 +655,7 @@ int run_train(TrainFlags& f) {
   if (f.given("--nproc") || f.nproc_taken) {
     check_range("--nproc", f.nproc, 1, 1024);
     if (o.parallel != train::Parallel::kDdp) FASTER_USAGE_ERROR("--nproc needs --parallel ddp");
-    const char* rank = std::getenv("RANK");
-    if ((rank && *rank) || train::in_slurm_step())
+    if (in_launched_job())
       FASTER_THROW(
           "--nproc given inside an already launched job (RANK is set, or this is a task "
           "of an srun step)");

@@ -134,13 +134,13 @@ enum Opcode : uint8_t {
   BYTEARRAY8 = 0x96
 };
 
-// Whether a class of `module` is a model's: torch.nn's modules, torchvision's and timm's models, a
-// script's __main__.Net.  A pickle that fails after naming one is a whole model
+// Whether `cls` ("module.Name") is a model's class: torch.nn's modules, torchvision's and timm's
+// models, a script's __main__.Net.  A pickle that instantiates one is a whole model
 // (torch.save(model)), and said so; a checkpoint dict's other objects (an argparse.Namespace,
 // numpy's scalars) are not.
-bool is_model_module(const std::string& module) {
-  for (const char* models : {"torch.nn", "torchvision.models", "timm.models", "__main__"})
-    if (module.rfind(models, 0) == 0) return true;
+bool is_model_class(const std::string& cls) {
+  for (const char* models : {"torch.nn.", "torchvision.models.", "timm.models.", "__main__."})
+    if (cls.rfind(models, 0) == 0) return true;
   return false;
 }
 
@@ -148,8 +148,9 @@ bool is_model_module(const std::string& module) {
 // string fetched again and again is copied each time) beyond a multiple of the pickle's size.
 constexpr size_t kBytesPerPickleByte = 16, kBaseBytes = size_t{64} << 20;
 
-std::string whole_model_message(const std::string& cls) {
-  return "it pickles a " + cls +
+// `what` ("it pickles a", "its \"model\" is a pickled") the model class `cls`.
+std::string whole_model_message(const std::string& what, const std::string& cls) {
+  return what + " " + cls +
          " object (torch.save(model) writes the whole model), not a state_dict: save "
          "model.state_dict() instead";
 }
@@ -260,7 +261,7 @@ class Unpickler {
           const size_t n = u8();
           if (n > 8) {  // numpy's generator state, 2**70: kept, but not as an integer
             bytes(n);
-            push(text(Value::kObject, "int"));
+            push(object(Value{}));
             break;
           }
           uint64_t bits = n ? le(n) : 0;
@@ -292,7 +293,7 @@ class Unpickler {
           break;
         case LONG4:  // an integer of more than 255 bytes: kept, not as an integer
           bytes(le(4));
-          push(text(Value::kObject, "int"));
+          push(object(Value{}));
           break;
         case POP:
           pop();
@@ -367,21 +368,21 @@ class Unpickler {
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    if (!object_.empty()) FASTER_THROW(whole_model_message(object_));
+    if (!object_.empty()) FASTER_THROW(whole_model_message("it pickles a", object_));
     FASTER_THROW(what);
   }
 
   void global(const std::string& module, const std::string& name) {
     push(text(Value::kGlobal, module + "." + name));
   }
-  // An instance of `cls`, never made.  A model's class instantiated makes the pickle a whole model
+  // An instance of `cls` (of no class named: a wide integer), never made.  A model's class
+  // instantiated makes the pickle a whole model
   // (a class named as a value, such as timm's act_layer=torch.nn.ReLU in its arguments, does not).
   Value object(const Value& cls) {
     Value v;
     v.kind = Value::kObject;
     v.s = cls.kind == Value::kGlobal ? cls.s : "";
-    if (object_.empty() && !v.s.empty() && is_model_module(v.s.substr(0, v.s.rfind('.'))))
-      object_ = v.s;
+    if (object_.empty() && is_model_class(v.s)) object_ = v.s;
     return v;
   }
 
@@ -545,7 +546,7 @@ class Unpickler {
   std::vector<size_t> marks_;
   std::map<uint64_t, Value> memo_;
   std::map<std::string, torch::Tensor> storages_;
-  std::string object_;  // the first class the pickle names that is not torch's or OrderedDict
+  std::string object_;  // the first model class the pickle instantiates (is_model_class)
 };
 
 }  // namespace
@@ -562,18 +563,13 @@ c10::Dict<std::string, torch::Tensor> unpickle_state_dict(const char* data, size
   } catch (const c10::Error& e) {  // LibTorch refusing a tensor the pickle describes
     FASTER_THROW(where, ": ", e.what_without_backtrace());
   }
-  if (root.kind == Value::kObject && !root.s.empty() && root.s != "int")
-    FASTER_THROW(where, ": ", whole_model_message(root.s));
+  if (root.kind == Value::kObject && !root.s.empty())
+    FASTER_THROW(where, ": ", whole_model_message("it pickles a", root.s));
   if (root.kind != Value::kDict)
     FASTER_THROW(where, ": not a state_dict (the pickle is not a dict)");
   // A checkpoint dict: torchvision's references save {"model": state_dict, "optimizer": ...,
   // "epoch": ..., "args": ...}; others name it "state_dict".
   const Value* dict = &root;
-  std::vector<std::string> keys;
-  for (size_t k = 0; k < root.items->size(); k += 2) {
-    const auto& key = (*root.items)[k];
-    if (key.kind == Value::kString) keys.push_back(key.s);
-  }
   if (!is_state_dict(root))
     for (const char* name : {"model", "state_dict"})
       for (size_t k = 0; k < root.items->size() && dict == &root; k += 2)
@@ -584,12 +580,13 @@ c10::Dict<std::string, torch::Tensor> unpickle_state_dict(const char* data, size
     // {"model": <a pickled module>, ...}: the model itself where its state_dict belongs.
     for (size_t k = 0; k + 1 < root.items->size(); k += 2) {
       const auto &key = (*root.items)[k], &value = (*root.items)[k + 1];
-      if (key.kind == Value::kString && value.kind == Value::kObject &&
-          is_model_module(value.s.substr(0, value.s.rfind('.'))))
-        FASTER_THROW(where, ": its \"", key.s, "\" is a pickled ", value.s,
-                     " object (torch.save(model) writes the whole model), not a state_dict: "
-                     "save model.state_dict() instead");
+      if (key.kind == Value::kString && value.kind == Value::kObject && is_model_class(value.s))
+        FASTER_THROW(where, ": ",
+                     whole_model_message("its \"" + key.s + "\" is a pickled", value.s));
     }
+    std::vector<std::string> keys;
+    for (size_t k = 0; k < root.items->size(); k += 2)
+      if ((*root.items)[k].kind == Value::kString) keys.push_back((*root.items)[k].s);
     std::string named;
     for (size_t k = 0; k < keys.size() && k < 6; ++k) named += (k ? ", " : "") + keys[k];
     if (keys.size() > 6) named += ", ...";

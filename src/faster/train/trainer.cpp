@@ -112,10 +112,15 @@ nlohmann::json TrainReport::to_json() const {
   j["cuda_env"] = cuda_env;
   j["train_images_per_second"] = train_images_per_second;
   j["epochs"] = nlohmann::json::array();
-  for (const auto& e : earlier_epochs) j["epochs"].push_back(e.to_json());
-  for (const auto& e : epochs) j["epochs"].push_back(e.to_json());
+  for (const auto& e : run_epochs()) j["epochs"].push_back(e.to_json());
   if (const auto acc = final_test_accuracy()) j["final_test_accuracy"] = *acc;
   return j;
+}
+
+std::vector<EpochStats> TrainReport::run_epochs() const {
+  auto run = earlier_epochs;
+  run.insert(run.end(), epochs.begin(), epochs.end());
+  return run;
 }
 
 int64_t TrainReport::skipped_images() const {
@@ -783,8 +788,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
     meta["options"] = report.options;
     // The run's history so far: a resumed run's report and chart go on from it.
     auto& history = meta["epochs"] = nlohmann::json::array();
-    for (const auto* list : {&report.earlier_epochs, &report.epochs})
-      for (const auto& e : *list) history.push_back(e.to_json());
+    for (const auto& e : report.run_epochs()) history.push_back(e.to_json());
     save_checkpoint(o.checkpoint, model.module(), parts, meta);
     epochs_saved = epoch + 1;
     if (o.keep_checkpoints) {  // a second name for the same file (torchvision's model_N.pth)
@@ -917,9 +921,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
       auto entry = e.to_json();
       entry["event"] = "epoch";
       log.write(entry);
-      auto run = report.earlier_epochs;
-      run.insert(run.end(), report.epochs.begin(), report.epochs.end());
-      log.chart(o.model + " on " + report.data, run);
+      log.chart(o.model + " on " + report.data, report.run_epochs());
     }
     if (callbacks.on_epoch && is_main) callbacks.on_epoch(report.epochs.back());
   }
@@ -937,13 +939,12 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   return report;
 }
 
-// What torchvision users load too: a DataParallel / DDP model's state_dict (every
-// name under "module."), and one saved before PyTorch 0.4.1, whose BatchNorm layers have no
-// num_batches_tracked (BatchNorm fills it in; it only counts steps and changes no output).
+// What torchvision users load too: a wrapped model's state_dict (every name under DataParallel's
+// and DDP's "module." or torch.compile's "_orig_mod.", in any nesting), and one saved before
+// PyTorch 0.4.1, whose BatchNorm layers have no num_batches_tracked (BatchNorm fills it in; it only
+// counts steps and changes no output).
 c10::Dict<std::string, torch::Tensor> as_plain_state_dict(
     const c10::Dict<std::string, torch::Tensor>& dict) {
-  // Wrappers' prefixes, in any nesting: DataParallel's and DDP's "module.", torch.compile's
-  // "_orig_mod.".
   // The wrappers every name starts with, measured once (then each name cut once).
   size_t cut = 0;
   for (bool more = !dict.empty(); more;) {

@@ -49,6 +49,8 @@ struct TrainReport {
   // checkpoint from before they were recorded).  The JSON's "epochs" and the chart are the whole
   // run: these, then `epochs`.
   std::vector<EpochStats> earlier_epochs;
+  // The whole run's epochs: earlier_epochs, then this process's.
+  std::vector<EpochStats> run_epochs() const;
   double total_seconds = 0;  // model on the device -> end of the last test epoch (as the peer)
   double train_images_per_second = 0;  // training images over training time (evaluation left out)
   // Since the process started (process_clock.h), at the end of the last test pass: what a stopwatch
