@@ -96,6 +96,22 @@ TEST(EarlyContext, TheEnvironmentSwitchesIt) {
     EXPECT_EQ(device_for({"train"}, {{"FASTER_EARLY_CONTEXT", other}}, false), -1) << other;
 }
 
+// On by default for the recipes timed from the process's start, and only for them.
+TEST(EarlyContext, OnByDefaultForTheSpeedrunRecipes) {
+  const auto by_default = [](std::vector<const char*> args) {
+    args.insert(args.begin(), "faster");
+    return early_context_by_default(static_cast<int>(args.size()), args.data());
+  };
+  EXPECT_TRUE(by_default({"train", "--recipe", "speedrun"}));
+  EXPECT_TRUE(by_default({"train", "--seed", "3", "--recipe=speedrun95", "--epochs", "4"}));
+  EXPECT_FALSE(by_default({"train"}));
+  EXPECT_FALSE(by_default({"train", "--recipe", "imagenet"}));
+  EXPECT_FALSE(by_default({"train", "--recipe"}));  // no value: the flags refuse it
+  EXPECT_FALSE(by_default({"eval", "--recipe", "speedrun"}));
+  EXPECT_FALSE(by_default({"train", "--", "--recipe", "speedrun"}));
+  EXPECT_FALSE(by_default({}));
+}
+
 TEST(EarlyContext, FinishingWithoutOneSaysNoneAndRepeats) {
   // This binary's command line names no command: nothing was started.
   EXPECT_LT(finish_early_context(), 0.0);
@@ -113,31 +129,29 @@ TEST(EarlyContext, MoreWorkQueuesUnlessTheEnvironmentSaysHowMany) {
   unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
 }
 
-// The point of the separate library: in faster-torch its constructor runs after the C libraries'
-// and before LibTorch's, whose constructors take most of the time before main().
-TEST(EarlyContext, ItsConstructorRunsBeforeLibTorchs) {
+// The point of the .preinit_array entry: in faster-torch the loader calls it before any library's
+// constructor, LibTorch's included, whose constructors take most of the time before main().
+TEST(EarlyContext, ItStartsBeforeLibTorchsConstructors) {
   const auto r = test::run_shell("LD_DEBUG=libs " + std::string(FASTER_TORCH_BIN) + " --help");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::vector<std::string> inits;
+  std::vector<std::string> calls;  // "preinit: PROGRAM" and "init: LIBRARY", in the loader's order
   std::istringstream lines(r.output);
   for (std::string line; std::getline(lines, line);)
-    if (const auto at = line.find("calling init: "); at != std::string::npos)
-      inits.push_back(line.substr(at + 14));
-  const auto position = [&inits](const std::string& name) {
-    for (size_t i = 0; i < inits.size(); ++i)
-      if (inits[i].find(name) != std::string::npos) return static_cast<int>(i);
+    if (const auto at = line.find("calling "); at != std::string::npos)
+      calls.push_back(line.substr(at + 8));
+  const auto position = [&calls](const std::string& text) {
+    for (size_t i = 0; i < calls.size(); ++i)
+      if (calls[i].find(text) != std::string::npos) return static_cast<int>(i);
     return -1;
   };
-  const int early = position("libfaster_early"), libc = position("/libc.so");
-  ASSERT_GE(early, 0) << r.output.substr(0, 2000);
-  ASSERT_GE(libc, 0);
-  EXPECT_LT(libc, early);
+  const int preinit = position("preinit: ");
+  ASSERT_GE(preinit, 0) << r.output.substr(0, 2000);
   int torch_libraries = 0;  // libc10, libtorch, libtorch_cpu (and _cuda in a CUDA build)
-  for (size_t i = 0; i < inits.size(); ++i)
-    if (inits[i].find("/libtorch") != std::string::npos ||
-        inits[i].find("/libc10") != std::string::npos) {
+  for (size_t i = 0; i < calls.size(); ++i)
+    if (calls[i].rfind("init: ", 0) == 0 && (calls[i].find("/libtorch") != std::string::npos ||
+                                             calls[i].find("/libc10") != std::string::npos)) {
       ++torch_libraries;
-      EXPECT_LT(early, static_cast<int>(i)) << inits[i];
+      EXPECT_LT(preinit, static_cast<int>(i)) << calls[i];
     }
   EXPECT_GE(torch_libraries, 2);
 }

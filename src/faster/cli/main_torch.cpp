@@ -30,6 +30,14 @@ int write_command_table(const char* path) {
   return 0;
 }
 
+// The loader calls this before any library's constructor (with main()'s arguments, as glibc
+// passes them): the CUDA context then overlaps LibTorch's loading (faster/core/early_context.h).
+void early_context_entry(int argc, char** argv, char** envp) {
+  faster::begin_early_context(argc, argv, envp);
+}
+__attribute__((section(".preinit_array"),
+               used)) void (*preinit_early_context)(int, char**, char**) = early_context_entry;
+
 }  // namespace
 }  // namespace faster::cli
 
@@ -38,6 +46,9 @@ int main(int argc, char** argv) {
   const int code = exit_code_of(
       [&] {
         faster::mark_main_entered();
+        // The early context's thread reads the environment, which LibTorch's first CUDA call
+        // writes: it ends here, in the time LibTorch's loading left it.
+        faster::finish_early_context();
         if (argc == 3 && std::strcmp(argv[1], "--command-table") == 0)
           return write_command_table(argv[2]);
         return run_command_line(argc, argv);

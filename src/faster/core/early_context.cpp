@@ -1,12 +1,13 @@
-// libfaster_early: the CUDA context begun before main().  The constructor runs on the main thread
-// while the dynamic loader initialises the program's libraries (the C libraries are done,
-// LibTorch's are next); it reads the command line, loads the driver there (its constructors run in
-// order, on that thread) and makes the context on a thread of its own.
+// The CUDA context begun before main().  begin_early_context runs on the main thread from
+// faster-torch's .preinit_array, before any library's constructor: it reads the command line, loads
+// the driver there and makes the context on a thread of its own while the loader goes on with
+// LibTorch's constructors.
 #include "faster/core/early_context.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
 #include <time.h>
+#include <unistd.h>  // environ
 
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +23,7 @@ namespace {
 using CuInit = int (*)(unsigned);
 using CuDeviceGet = int (*)(int*, int);
 using CuDevicePrimaryCtxRetain = int (*)(void**, int);
+using CuDriverGetVersion = int (*)(int*);
 
 // Plain data, zero before any constructor runs.
 struct Early {
@@ -92,16 +94,21 @@ int ddp_device(const EnvLookup& env, int argc, const char* const* argv, int devi
   return flag_value(argc, argv, "--nproc") ? -1 : device;
 }
 
-// The library's constructor: the dynamic loader passes it main()'s arguments (a glibc extension).
-__attribute__((constructor)) void begin_context(int argc, char** argv, char** /*envp*/) {
+}  // namespace
+
+void begin_early_context(int argc, char** argv, char** envp) {
 #ifdef FASTER_WITH_CUDA
   const bool cuda_build = true;
 #else
   const bool cuda_build = false;  // nothing for LibTorch to take up
 #endif
   if (!cuda_build || !argv) return;
+  // Before the C library's own initialiser the environment is not set yet (getenv finds nothing):
+  // set it as that initialiser will, for this function and for the driver.
+  if (!environ) environ = envp;
   const int ordinal = early_context_device(
-      argc, argv, [](const char* name) -> const char* { return std::getenv(name); }, false);
+      argc, argv, [](const char* name) -> const char* { return std::getenv(name); },
+      early_context_by_default(argc, argv));
   if (ordinal < 0) return;
   void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!driver) return;  // no NVIDIA driver: LibTorch will find none either
@@ -109,16 +116,23 @@ __attribute__((constructor)) void begin_context(int argc, char** argv, char** /*
   early.device_get = reinterpret_cast<CuDeviceGet>(dlsym(driver, "cuDeviceGet"));
   early.retain =
       reinterpret_cast<CuDevicePrimaryCtxRetain>(dlsym(driver, "cuDevicePrimaryCtxRetain"));
-  if (!early.init || !early.device_get || !early.retain) return;
-  // LibTorch sets this (unless the user did) just before its own first cuInit, the only moment the
-  // driver reads it; that cuInit is now this one.  Set here, before the thread starts, so no
-  // environment is written while the driver reads it.
-  setenv("CUDA_MODULE_LOADING", "LAZY", 0);
+  const auto version = reinterpret_cast<CuDriverGetVersion>(dlsym(driver, "cuDriverGetVersion"));
+  if (!early.init || !early.device_get || !early.retain || !version) return;
+  // The first cuInit decides how modules load.  LibTorch asks for lazy loading (unless the user
+  // said otherwise) just before its own; CUDA 12.2's drivers and later load lazily by default, and
+  // nothing is written to the environment here (the C library's initialiser, still to come,
+  // would drop it), so older drivers keep LibTorch's way.
+  int driver_version = 0;
+  if (version(&driver_version) != 0 || driver_version < 12020) return;
   early.ordinal = ordinal;
   early.running = pthread_create(&early.thread, nullptr, make_context, nullptr) == 0;
 }
 
-}  // namespace
+bool early_context_by_default(int argc, const char* const* argv) {
+  if (argc < 2 || std::strcmp(argv[1], "train") != 0) return false;
+  const char* recipe = flag_value(argc, argv, "--recipe");
+  return recipe && (std::strcmp(recipe, "speedrun") == 0 || std::strcmp(recipe, "speedrun95") == 0);
+}
 
 int early_context_device(int argc, const char* const* argv, const EnvLookup& env,
                          bool on_by_default) {

@@ -1,14 +1,16 @@
 // The CUDA context, begun before main().  On a GPU machine faster-torch spends 0.4-0.6 s in
 // LibTorch's libraries' constructors before main() runs, and its first CUDA call then spends
-// another 0.35 s making the device's context (BENCHMARKS.md, issue 13).  Neither needs the other.
-// This is a shared library of its own, libfaster_early, linked after LibTorch: the dynamic loader
-// runs its constructor after the C libraries' and before LibTorch's (tests/core/
-// early_context_test.cpp checks the order), and that constructor loads the CUDA driver and starts
-// a thread that initialises it and retains the device's primary context, the one CUDA's runtime
-// (and so LibTorch) takes up on its first call instead of making its own.  No CUDA header is
-// needed: the driver's three entry points are looked up by name, and without a driver nothing
-// happens.  Opt-in (FASTER_EARLY_CONTEXT=1, CUDA builds only): on an H200 it made no measurable
-// difference to the speedrun (BENCHMARKS.md, issue 13).
+// another 0.2-0.35 s making the device's context (BENCHMARKS.md, issue 13).  Neither needs the
+// other.  faster-torch's .preinit_array calls begin_early_context, which the dynamic loader runs
+// after relocating the program and before any library's constructor (LibTorch's included; tests/
+// core/early_context_test.cpp checks the order): it loads the CUDA driver and starts a thread that
+// initialises it and retains the device's primary context, the one CUDA's runtime (and so LibTorch)
+// takes up on its first call instead of making its own.  No CUDA header is needed: the driver's
+// three entry points are looked up by name, and without a driver nothing happens.  CUDA builds
+// only; on for the speedrun recipes (early_context_by_default), FASTER_EARLY_CONTEXT=1 or 0
+// switches it for any command.  (A library constructor did this before, placed by
+// link order: under pip's LibTorch the loader ran it after libc10's and libtorch_cpu's, which are
+// most of the 0.4-0.6 s, so it overlapped little, and it made no measurable difference.)
 #pragma once
 
 #include <functional>
@@ -29,9 +31,21 @@ using EnvLookup = std::function<const char*(const char*)>;
 int early_context_device(int argc, const char* const* argv, const EnvLookup& env,
                          bool on_by_default);
 
-// Waits for the thread the constructor began (at once if none).  Returns how many seconds ago the
-// context was ready, or -1 if none was made.  Any thread, any number of times; called before the
-// process exits and before anything sets environment variables (the driver reads them meanwhile).
+// Whether the early context is on without FASTER_EARLY_CONTEXT: for `train --recipe speedrun` and
+// `speedrun95`, whose time is the whole wall clock from the process's start (their data are small
+// arrays: the work queues ask_for_more_work_queues adds for JPEG data do not apply).
+bool early_context_by_default(int argc, const char* const* argv);
+
+// Starts the context's thread where early_context_device says (a command that makes a context;
+// FASTER_EARLY_CONTEXT=1, or unset where early_context_by_default), with the loader's arguments to
+// a .preinit_array entry (`envp`: the environment, which the C library has not taken up yet then).
+// Does nothing in a build without CUDA, or with a driver older than CUDA 12.2's.
+void begin_early_context(int argc, char** argv, char** envp);
+
+// Waits for the thread begin_early_context began (at once if none).  Returns how many seconds ago
+// the context was ready, or -1 if none was made.  Any thread, any number of times; called before
+// the process exits and before anything sets environment variables (the driver reads them
+// meanwhile).
 double finish_early_context();
 
 // Asks for 32 hardware work queues (CUDA_DEVICE_MAX_CONNECTIONS; the driver's default is 8) for

@@ -8,6 +8,9 @@ if(FASTER_CUDA)
 else()
   list(APPEND FASTER_TORCH_SOURCES src/faster/core/gpu_info_cpu.cpp)
 endif()
-# libfaster_early (a shared library linked after LibTorch, for its constructor's place in the
-# loader's order: faster/core/early_context.h).
-set(FASTER_EARLY_SOURCES src/faster/core/early_context.cpp)
+# The early CUDA context: faster-torch starts it from its .preinit_array (faster/core/early_context.h).
+list(APPEND FASTER_BASE_SOURCES src/faster/core/early_context.cpp)
+if(FASTER_CUDA)
+  set_source_files_properties(src/faster/core/early_context.cpp PROPERTIES COMPILE_DEFINITIONS
+                                                                          FASTER_WITH_CUDA=1)
+endif()
