@@ -9,6 +9,7 @@
 #include "faster/core/error.h"
 #include "faster/models/registry.h"
 #include "faster/train/checkpoint.h"
+#include "faster/train/device_warm_up.h"
 #include "faster/train/options.h"
 #include "faster/train/stepper.h"
 #include "faster/train/trainer.h"
@@ -132,6 +133,36 @@ TEST(Speedrun, StepWarmUpLeavesTheRunUntouched) {
   // The options say what was decided from the data: Fashion-MNIST flips.
   EXPECT_EQ(warmed.options["flip"], "on");
   EXPECT_EQ(warmed.options["tta"], true);
+}
+
+// The model warm-up (a copy's first step on a thread of its own, for its kernels): it draws on no
+// random generator (the run's streams stay as seeded), freezes what the data initialise and
+// trains the rest of the copy one step; on the CPU too (the trainer runs it on GPUs only).
+TEST(Speedrun, ModelWarmUpTrainsACopyAndLeavesTheRandomStreams) {
+  models::ModelOptions mo;
+  mo.name = "speednet";
+  mo.filters = {8, 16, 32};
+  mo.blocks = {1, 1, 1};
+  auto copy = models::make_model(mo);
+  torch::manual_seed(7);
+  const auto expected = torch::rand({8});
+  torch::manual_seed(7);
+  warm_up_model(copy, {16, 1, 28, 28}, /*from_data=*/true, /*freeze=*/true, torch::kCPU,
+                Precision::kBFloat16, /*channels_last=*/true)
+      .get();
+  EXPECT_TRUE(torch::equal(torch::rand({8}), expected));
+  for (const auto& p : copy->named_parameters()) {
+    const bool stem = p.key().rfind("stem.", 0) == 0;
+    EXPECT_EQ(p.value().requires_grad(), !stem) << p.key();
+    EXPECT_EQ(p.value().grad().defined(), !stem) << p.key();  // trained one step, but the stem
+  }
+  EXPECT_FALSE(copy->is_training());  // left as its test pass ran it
+  // Without whitening nothing is frozen.
+  auto plain = models::make_model(mo);
+  warm_up_model(plain, {16, 1, 28, 28}, false, false, torch::kCPU, Precision::kFloat32, false)
+      .get();
+  for (const auto& p : plain->named_parameters())
+    EXPECT_TRUE(p.value().grad().defined()) << p.key();
 }
 
 // --freeze-whitening: the stem leaves training exactly as whitened (one epoch or two: the same

@@ -7,6 +7,8 @@
 
 #include <future>
 
+#include "faster/models/registry.h"
+
 namespace faster::train {
 
 void warm_up_device(torch::Device device, Precision precision, bool channels_last) {
@@ -41,6 +43,45 @@ void warm_up_device(torch::Device device, Precision precision, bool channels_las
   loss.backward();
   if (device.is_cuda()) torch::cuda::synchronize(device.index());
   conv.get();
+}
+
+std::future<void> warm_up_model(models::Model model, std::vector<int64_t> input_shape,
+                                bool from_data, bool freeze, torch::Device device,
+                                Precision precision, bool channels_last) {
+  return std::async(std::launch::async, [=]() mutable {
+    c10::DeviceGuard on(device);
+    const auto f = torch::TensorOptions().device(device);
+    const auto format =
+        channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
+    // Values from no random generator: the run's streams stay as they are.
+    const auto images = [&f](std::vector<int64_t> shape) {
+      int64_t n = 1;
+      for (const auto s : shape) n *= s;
+      return torch::linspace(-2, 2, n, f).view(shape);
+    };
+    if (from_data) {
+      auto sample = input_shape;
+      sample[0] = std::min<int64_t>(sample[0], 64);
+      const auto set = models::init_from_data(model, images(sample));
+      if (freeze)
+        for (auto p : set) p.requires_grad_(false);
+    }
+    const auto x = images(input_shape).contiguous(format);
+    model->train();
+    torch::Tensor logits;
+    {
+      AutocastScope autocast(device.type(), precision);
+      logits = model.forward(x);
+    }
+    logits.to(torch::kFloat).logsumexp(1).sum().backward();
+    {
+      torch::NoGradGuard no_grad;
+      model->eval();
+      AutocastScope autocast(device.type(), precision);
+      model.forward(x.flip(3));  // the flip-TTA's second pass (the first is the training's forward)
+    }
+    if (device.is_cuda()) torch::cuda::synchronize(device.index());
+  });
 }
 
 }  // namespace faster::train

@@ -555,6 +555,8 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   // --prewarm: the data is read (and unzipped) while CUDA, cuDNN and cuBLAS start.
   nlohmann::json setup = {{"start_s", process_seconds()}};
   if (main_entered_seconds() > 0) setup["main_s"] = main_entered_seconds();
+  if (const double ago = finish_early_context(); ago >= 0)
+    setup["context_s"] = process_seconds() - ago;
   std::future<TrainingData> reading;
   if (o.prewarm) {
     reading = std::async(std::launch::async, [&o] {
@@ -566,8 +568,6 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   const auto d = o.prewarm ? reading.get()
                            : open_training_data(o.data, o.val_data, o.train_limit, o.test_limit);
   setup["data_read_s"] = process_seconds();
-  if (const double ago = finish_early_context(); ago >= 0)
-    setup["context_s"] = process_seconds() - ago;
   // Shifts and flips are the device loader's, for small datasets as stored (crops flip anyway).
   const bool as_stored_on_device = o.loader == LoaderKind::kDevice && d.arrays() && o.res.res == 0;
   if (!as_stored_on_device && is_speedrun(o.recipe))
@@ -640,9 +640,21 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
     check_cpu_memory(mo.name, o.batch, as_stored ? d.train_arrays->width : side,
                      as_stored ? d.train_arrays->height : side, world.local_world);
   }
-  torch::manual_seed(o.seed);
   at::globalContext().setBenchmarkCuDNN(o.cudnn_benchmark);
   at::globalContext().setBenchmarkLimitCuDNN(o.cudnn_benchmark_limit);
+  // --prewarm on a GPU, a small dataset as stored: the first step's kernels load on a copy of the
+  // model while the rest is built (the copy is made before the seed is set, so the run's random
+  // streams stay as they were).
+  std::future<void> model_warm;
+  if (o.prewarm && device.is_cuda() && d.arrays() && o.res.res == 0) {
+    auto copy = models::make_model(mo);
+    copy->to(device);
+    if (o.channels_last) to_channels_last(copy.module());
+    const auto& a = *d.train_arrays;
+    model_warm = warm_up_model(copy, {o.batch, mo.in_channels, a.height, a.width}, o.whiten,
+                               o.freeze_whitening, device, o.precision, o.channels_last);
+  }
+  torch::manual_seed(o.seed);
   auto model = models::make_model(mo);
   model->to(device);
   if (o.channels_last) to_channels_last(model.module());
@@ -725,6 +737,10 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   std::unique_ptr<data::Loader> val_loader;
   if (d.val) val_loader = make_loader(o, d, plan, device, world, false);
   setup["loaders_ready_s"] = process_seconds();
+  if (model_warm.valid()) {
+    model_warm.get();
+    setup["model_warm_s"] = process_seconds();
+  }
   if (o.prewarm && val_loader) {  // every step shape once (graphs captured) before epoch 1
     const auto tb = first_full_batch(*train_loader, o.batch);
     const auto eb = first_full_batch(*val_loader, o.batch);
