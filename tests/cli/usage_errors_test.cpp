@@ -62,6 +62,9 @@ TEST(UsageErrors, TrainRangesAndCombinations) {
       {t + " --batch 2000000", "--batch must be between 1 and 1048576"},
       {t + " --workers 0", "--workers must be between 1 and 1024 (got 0)"},
       {t + " --workers 5000", "--workers must be between 1 and 1024"},
+      {t + " --loader device --workers 2",
+       "--workers sets the host loader's threads; --loader device gathers batches on the device "
+       "with none"},
       {t + " --lr inf", "--lr must be a positive finite number (got inf)"},
       {t + " --lr -0.1", "--lr must be a positive finite number"},
       {t + " --keep-checkpoints", "--keep-checkpoints needs --checkpoint FILE"},

@@ -215,7 +215,8 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
                   "device on the CPU for a small dataset kept as stored")
       ->default_str("");
   cmd->add_option("--workers", o.workers,
-                  "Loader threads (default: 4 for small datasets, all cores for JPEG data)");
+                  "Host loader threads (default: 4 for small datasets, all cores for JPEG "
+                  "data; --loader device uses none)");
   add_enum_option(cmd, "--last-batch", o.last_batch, kTrainLastBatch,
                   "Short last training batch of an epoch: keep (train on it) or drop (default: "
                   "the recipe's)")
@@ -586,6 +587,12 @@ void resolve_flags(TrainFlags& f) {
       if (f.given(flag))
         FASTER_USAGE_ERROR(flag, " is for JPEG data (folders or LMDB); ", o.data,
                            " is a small dataset held as arrays: nothing is decoded");
+    // Where the device loader was chosen for the run (a small dataset on the CPU), --workers
+    // stays for the same command line on a GPU, whose host loader takes it.
+    if (f.given("--workers") && f.given("--loader") && o.loader == train::LoaderKind::kDevice)
+      FASTER_USAGE_ERROR(
+          "--workers sets the host loader's threads; --loader device gathers batches on the "
+          "device with none");
     if (f.given("--crop-scale") && o.res.res == 0)
       FASTER_USAGE_ERROR(
           "--crop-scale is the random-resized crop's; a small dataset as stored is not cropped "
