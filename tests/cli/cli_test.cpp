@@ -58,6 +58,12 @@ TEST(Cli, HelpListsCommandsAndFlags) {
                         "--cudnn-benchmark-all-shapes"})
     EXPECT_NE(train.output.find(f), std::string::npos) << f;
   EXPECT_EQ(test::run_faster("bench --help").exit_code, 0);
+  // A negated flag is listed by its names, without CLI11's note of the value it sets.
+  EXPECT_NE(train.output.find("--prewarm,--no-prewarm "), std::string::npos) << train.output;
+  const auto eval = test::run_faster("eval --help");
+  EXPECT_NE(eval.output.find("--ema,--no-ema "), std::string::npos) << eval.output;
+  for (const auto* help : {&train.output, &eval.output})
+    EXPECT_EQ(help->find("{false}"), std::string::npos) << *help;
 }
 
 TEST(Cli, BadFlagsAndValues) {

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <string>
@@ -56,6 +57,19 @@ std::string literal(const std::string& s) {
   return "R\"text(" + s + ")text\"";
 }
 
+// CLI11 names a negated flag with the value it sets ("--ema,--no-ema{false}"); the descriptions
+// say what each form does, so --help lists the names alone.
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_name(const CLI::Option* opt, bool is_positional) const override {
+    std::string name = CLI::Formatter::make_option_name(opt, is_positional);
+    for (const char* value : {"{false}", "{true}"})
+      for (size_t at; (at = name.find(value)) != std::string::npos;)
+        name.erase(at, std::strlen(value));
+    return name;
+  }
+};
+
 }  // namespace
 
 int run_command_line(int argc, char** argv) {
@@ -67,6 +81,7 @@ int run_command_line(int argc, char** argv) {
       "faster: fast image-classifier training on one multi-GPU machine, and beyond.\n"
       "Run 'faster <command> --help' for the flags of a command."};
   app.name("faster");
+  app.formatter(std::make_shared<HelpFormatter>());  // before the commands, which take it up
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string(FASTER_VERSION));
   app.footer(
