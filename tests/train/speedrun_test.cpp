@@ -147,9 +147,10 @@ TEST(Speedrun, ModelWarmUpTrainsACopyAndLeavesTheRandomStreams) {
   torch::manual_seed(7);
   const auto expected = torch::rand({8});
   torch::manual_seed(7);
-  warm_up_model(copy, {16, 1, 28, 28}, /*from_data=*/true, /*freeze=*/true, torch::kCPU,
-                Precision::kBFloat16, /*channels_last=*/true)
-      .get();
+  EXPECT_EQ(warm_up_model(copy, {16, 1, 28, 28}, /*from_data=*/true, /*freeze=*/true, torch::kCPU,
+                          Precision::kBFloat16, /*channels_last=*/true)
+                .get(),
+            "");
   EXPECT_TRUE(torch::equal(torch::rand({8}), expected));
   for (const auto& p : copy->named_parameters()) {
     const bool stem = p.key().rfind("stem.", 0) == 0;
@@ -159,10 +160,19 @@ TEST(Speedrun, ModelWarmUpTrainsACopyAndLeavesTheRandomStreams) {
   EXPECT_FALSE(copy->is_training());  // left as its test pass ran it
   // Without whitening nothing is frozen.
   auto plain = models::make_model(mo);
-  warm_up_model(plain, {16, 1, 28, 28}, false, false, torch::kCPU, Precision::kFloat32, false)
-      .get();
+  EXPECT_EQ(
+      warm_up_model(plain, {16, 1, 28, 28}, false, false, torch::kCPU, Precision::kFloat32, false)
+          .get(),
+      "");
   for (const auto& p : plain->named_parameters())
     EXPECT_TRUE(p.value().grad().defined()) << p.key();
+  // What goes wrong is said, not thrown: the warm-up is an optimisation (a 1-channel copy fed
+  // 3-channel images).
+  auto wrong = models::make_model(mo);
+  EXPECT_NE(
+      warm_up_model(wrong, {4, 3, 28, 28}, false, false, torch::kCPU, Precision::kFloat32, false)
+          .get(),
+      "");
 }
 
 // --freeze-whitening: the stem leaves training exactly as whitened (one epoch or two: the same
@@ -196,6 +206,38 @@ TEST(Speedrun, FrozenWhiteningStaysAsInitialised) {
   // Nothing to keep without whitening: refused, not ignored.
   o.whiten = false, o.freeze_whitening = true;
   EXPECT_THROW(train(o), Error);
+}
+
+// On a GPU: the recipe begins the CUDA context before main() (context_s in its report) unless
+// FASTER_EARLY_CONTEXT=0, and warms the model's kernels on a copy (model_warm_s); neither, nor the
+// step warm-up (--no-prewarm drops both warm-ups), changes a bit of what it trains.
+TEST(Speedrun, OnAGpuTheContextStartsEarlyAndTheWarmUpsChangeNothing) {
+  SKIP_WITHOUT_GPU();
+  REQUIRE_FASHION_MNIST();
+  test::TempDir d;
+  const auto run = [&](const std::string& env, const std::string& flags, const char* name) {
+    const auto json = d / name;
+    const auto r = test::run_faster_env(
+        env, "train --recipe speedrun --epochs 2 --train-limit 8192 --test-limit 2048 --json " +
+                 json.string() + flags + test::fashion_mnist_flag());
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return nlohmann::json::parse(test::read_file(json));
+  };
+  const auto early = run("", "", "early.json");
+  const auto late = run("FASTER_EARLY_CONTEXT=0", "", "late.json");
+  const auto cold = run("", " --no-prewarm", "cold.json");
+  EXPECT_TRUE(early["setup"].contains("context_s")) << early["setup"].dump();
+  EXPECT_LT(early["setup"]["context_s"].get<double>(), early["setup"]["start_s"].get<double>());
+  EXPECT_TRUE(early["setup"].contains("model_warm_s")) << early["setup"].dump();
+  EXPECT_FALSE(late["setup"].contains("context_s")) << late["setup"].dump();
+  EXPECT_TRUE(late["setup"].contains("model_warm_s"));
+  EXPECT_FALSE(cold["setup"].contains("model_warm_s"));
+  for (const auto* other : {&late, &cold}) {
+    ASSERT_EQ((*other)["epochs"].size(), early["epochs"].size());
+    for (size_t e = 0; e < early["epochs"].size(); ++e)
+      EXPECT_EQ((*other)["epochs"][e]["train_loss"], early["epochs"][e]["train_loss"]) << e;
+    EXPECT_EQ((*other)["final_test_accuracy"], early["final_test_accuracy"]);
+  }
 }
 
 TEST(Speedrun, RecipeImprovesOnItsFirstEpochAndCountsFromProcessStart) {

@@ -5,6 +5,7 @@
 #include "faster/core/early_context.h"
 
 #include <dlfcn.h>
+#include <errno.h>  // program_invocation_name
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>  // environ
@@ -110,6 +111,15 @@ void begin_early_context(int argc, char** argv, char** envp) {
       argc, argv, [](const char* name) -> const char* { return std::getenv(name); },
       early_context_by_default(argc, argv));
   if (ordinal < 0) return;
+  // This dlopen runs the C library's initialiser now, before the loader would, with the arguments
+  // glibc keeps for dlopen, still unset here: none.  The program's name it would take from argv[0]
+  // (for messages of assert, error(), syslog) is set first; libraries opened later still see no
+  // arguments in their constructors (none of CUDA's or LibTorch's reads them).
+  if (argc > 0 && argv[0] && (!program_invocation_name || !*program_invocation_name)) {
+    program_invocation_name = argv[0];
+    const char* slash = std::strrchr(argv[0], '/');
+    program_invocation_short_name = slash ? const_cast<char*>(slash + 1) : argv[0];
+  }
   void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!driver) return;  // no NVIDIA driver: LibTorch will find none either
   early.init = reinterpret_cast<CuInit>(dlsym(driver, "cuInit"));

@@ -3,14 +3,17 @@
 // another 0.2-0.35 s making the device's context (BENCHMARKS.md, issue 13).  Neither needs the
 // other.  faster-torch's .preinit_array calls begin_early_context, which the dynamic loader runs
 // after relocating the program and before any library's constructor (LibTorch's included; tests/
-// core/early_context_test.cpp checks the order): it loads the CUDA driver and starts a thread that
+// core/early_context_test.cpp checks the order; loading the driver there runs the C library's
+// initialiser and the driver's first): it loads the CUDA driver and starts a thread that
 // initialises it and retains the device's primary context, the one CUDA's runtime (and so LibTorch)
-// takes up on its first call instead of making its own.  No CUDA header is needed: the driver's
-// three entry points are looked up by name, and without a driver nothing happens.  CUDA builds
-// only; on for the speedrun recipes (early_context_by_default), FASTER_EARLY_CONTEXT=1 or 0
-// switches it for any command.  (A library constructor did this before, placed by
-// link order: under pip's LibTorch the loader ran it after libc10's and libtorch_cpu's, which are
-// most of the 0.4-0.6 s, so it overlapped little, and it made no measurable difference.)
+// takes up on its first call instead of making its own.  LibTorch's libraries' constructors run on
+// the main thread meanwhile (one that wrote the environment would race with the driver reading
+// it; none is known to).  No CUDA header is needed: the driver's four entry points are looked up by
+// name, and without a driver nothing happens.  CUDA builds only; on for the speedrun recipes
+// (early_context_by_default), FASTER_EARLY_CONTEXT=1 or 0 switches it for any command.  (A library
+// constructor did this before, placed by link order: under pip's LibTorch the loader ran it after
+// libc10's and libtorch_cpu's, which are most of the 0.4-0.6 s, so it overlapped little, and it
+// made no measurable difference.)
 #pragma once
 
 #include <functional>

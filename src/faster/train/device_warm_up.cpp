@@ -6,8 +6,10 @@
 #include <torch/torch.h>
 
 #include <future>
+#include <string>
 
 #include "faster/models/registry.h"
+#include "faster/train/step_graph.h"
 
 namespace faster::train {
 
@@ -45,42 +47,58 @@ void warm_up_device(torch::Device device, Precision precision, bool channels_las
   conv.get();
 }
 
-std::future<void> warm_up_model(models::Model model, std::vector<int64_t> input_shape,
-                                bool from_data, bool freeze, torch::Device device,
-                                Precision precision, bool channels_last) {
-  return std::async(std::launch::async, [=]() mutable {
-    c10::DeviceGuard on(device);
-    const auto f = torch::TensorOptions().device(device);
-    const auto format =
-        channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
-    // Values from no random generator: the run's streams stay as they are.
-    const auto images = [&f](std::vector<int64_t> shape) {
-      int64_t n = 1;
-      for (const auto s : shape) n *= s;
-      return torch::linspace(-2, 2, n, f).view(shape);
-    };
-    if (from_data) {
-      auto sample = input_shape;
-      sample[0] = std::min<int64_t>(sample[0], 64);
-      const auto set = models::init_from_data(model, images(sample));
-      if (freeze)
-        for (auto p : set) p.requires_grad_(false);
+std::future<std::string> warm_up_model(models::Model model, std::vector<int64_t> input_shape,
+                                       bool from_data, bool freeze, torch::Device device,
+                                       Precision precision, bool channels_last) {
+  return std::async(std::launch::async, [=]() mutable -> std::string {
+    // The copy ends with the thread (the closure lives as long as the future).
+    models::Model copy = std::move(model);
+    try {
+      c10::DeviceGuard on(device);
+      // A stream of its own: the trainer's thread, on the default stream, does not wait for it.
+      SideStreamScope stream(device);
+      const auto f = torch::TensorOptions().device(device);
+      const auto format =
+          channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
+      // Values from no random generator (the run's streams stay as they are): the fractional
+      // parts of i times the golden ratio, spread evenly over [-2, 2) without a pattern the
+      // whitening's covariance would find degenerate.
+      const auto images = [&f](std::vector<int64_t> shape) {
+        int64_t n = 1;
+        for (const auto s : shape) n *= s;
+        return (torch::arange(n, f.dtype(torch::kDouble)) * 0.6180339887498949)
+            .frac()
+            .mul(4)
+            .sub(2)
+            .to(torch::kFloat)
+            .view(shape);
+      };
+      if (from_data) {
+        auto sample = input_shape;
+        sample[0] = std::min<int64_t>(sample[0], 64);
+        const auto set = models::init_from_data(copy, images(sample));
+        if (freeze)
+          for (auto p : set) p.requires_grad_(false);
+      }
+      const auto x = images(input_shape).contiguous(format);
+      copy->train();
+      torch::Tensor logits;
+      {
+        AutocastScope autocast(device.type(), precision);
+        logits = copy.forward(x);
+      }
+      logits.to(torch::kFloat).logsumexp(1).sum().backward();
+      {
+        torch::NoGradGuard no_grad;
+        copy->eval();
+        AutocastScope autocast(device.type(), precision);
+        copy.forward(x.flip(3));  // the flip-TTA's second pass (the training's forward: the first)
+      }
+      if (device.is_cuda()) torch::cuda::synchronize(device.index());
+      return {};
+    } catch (const std::exception& e) {
+      return e.what();
     }
-    const auto x = images(input_shape).contiguous(format);
-    model->train();
-    torch::Tensor logits;
-    {
-      AutocastScope autocast(device.type(), precision);
-      logits = model.forward(x);
-    }
-    logits.to(torch::kFloat).logsumexp(1).sum().backward();
-    {
-      torch::NoGradGuard no_grad;
-      model->eval();
-      AutocastScope autocast(device.type(), precision);
-      model.forward(x.flip(3));  // the flip-TTA's second pass (the first is the training's forward)
-    }
-    if (device.is_cuda()) torch::cuda::synchronize(device.index());
   });
 }
 

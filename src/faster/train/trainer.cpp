@@ -642,12 +642,17 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   }
   at::globalContext().setBenchmarkCuDNN(o.cudnn_benchmark);
   at::globalContext().setBenchmarkLimitCuDNN(o.cudnn_benchmark_limit);
-  // --prewarm on a GPU, a small dataset as stored: the first step's kernels load on a copy of the
-  // model while the rest is built (the copy is made before the seed is set, so the run's random
-  // streams stay as they were).
-  std::future<void> model_warm;
-  if (o.prewarm && device.is_cuda() && d.arrays() && o.res.res == 0) {
-    auto copy = models::make_model(mo);
+  // --prewarm on one GPU per process, a small dataset as stored: the first step's kernels load on a
+  // copy of the model while the rest is built (the copy is made before the seed is set, so the
+  // run's random streams stay as they were; its BatchNorm is never synchronised: a collective on
+  // that thread would interleave with this one's).
+  std::future<std::string> model_warm;
+  if (o.prewarm && device.is_cuda() && d.arrays() && o.res.res == 0 &&
+      o.parallel != Parallel::kDp) {
+    models::ModelOptions plain = mo;
+    if (plain.norm == models::Norm::kSync) plain.norm = models::Norm::kBatch;
+    plain.sync_all_reduce = nullptr;
+    auto copy = models::make_model(plain);
     copy->to(device);
     if (o.channels_last) to_channels_last(copy.module());
     const auto& a = *d.train_arrays;
@@ -738,7 +743,9 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   if (d.val) val_loader = make_loader(o, d, plan, device, world, false);
   setup["loaders_ready_s"] = process_seconds();
   if (model_warm.valid()) {
-    model_warm.get();
+    if (const std::string failed = model_warm.get(); !failed.empty() && is_main)
+      log::warn("--prewarm: the model's warm-up failed (", failed,
+                "); the first step loads its kernels itself");
     setup["model_warm_s"] = process_seconds();
   }
   if (o.prewarm && val_loader) {  // every step shape once (graphs captured) before epoch 1

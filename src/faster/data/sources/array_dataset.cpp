@@ -11,6 +11,7 @@
 #include <fstream>
 #include <future>
 #include <memory>
+#include <new>
 
 #include "faster/core/error.h"
 
@@ -33,8 +34,9 @@ std::vector<uint8_t> read_maybe_gzip(const fs::path& path) {
   std::vector<uint8_t> out;
   if (magic[0] == 0x1f && magic[1] == 0x8b) {
     // The trailer's last 4 bytes: the data's size modulo 2^32 (of the last member), a hint that
-    // saves growing the buffer (and copying it) a dozen times; reserved, not written, and bounded
-    // by deflate's largest ratio, so a corrupt trailer costs no memory.
+    // saves growing the buffer (and copying it) a dozen times.  Bounded by deflate's largest
+    // ratio and only reserved (pages never written cost nothing), so a corrupt trailer costs no
+    // memory the data does not take.
     size_t hint = 0;
     if (std::ifstream tail(path, std::ios::binary | std::ios::ate); tail && tail.tellg() >= 18) {
       const auto compressed = static_cast<size_t>(tail.tellg());
@@ -47,7 +49,10 @@ std::vector<uint8_t> read_maybe_gzip(const fs::path& path) {
     std::unique_ptr<gzFile_s, int (*)(gzFile)> gz(gzopen(path.c_str(), "rb"), gzclose);
     if (!gz) FASTER_THROW(path.string(), ": cannot open as gzip");
     gzbuffer(gz.get(), 1 << 20);
-    out.reserve(hint + 1);
+    try {
+      out.reserve(hint + 1);
+    } catch (const std::bad_alloc&) {  // a hint, not a need: a corrupt one must not end the read
+    }
     size_t have = 0;
     for (;;) {
       // Within the reservation while the hint holds (its last byte: the read that finds the end).
@@ -63,6 +68,7 @@ std::vector<uint8_t> read_maybe_gzip(const fs::path& path) {
       have += static_cast<size_t>(n);
     }
     out.resize(have);
+    if (out.capacity() - have > have / 4 + (size_t{1} << 20)) out.shrink_to_fit();  // a lying hint
     // gzread returns 0 both at a clean end and at a truncated stream; only the former is eof-clean.
     int err = 0;
     gzerror(gz.get(), &err);
