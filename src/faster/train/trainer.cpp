@@ -316,11 +316,14 @@ std::unique_ptr<Dist> join_job(const TrainOptions& o, WorldInfo& world, torch::D
   if (world.world > 1) log::set_source("rank " + std::to_string(world.rank) + ": ");
   if (device.is_cuda()) {
     const int n = cuda_device_count();
-    // A Slurm task that sees one GPU (--gpus-per-task 1) uses it (core/launch_env.h); every other
-    // rank uses its local rank's.
+    // A Slurm task that sees one GPU (--gpus-per-task 1) uses it (core/launch_env.h); a world of
+    // one that no launcher started, --device's (it went to GPU 0 whatever --device said); every
+    // other rank its local rank's.
     const bool own_gpu =
         launch_env::one_gpu_per_task([](const char* name) { return std::getenv(name); });
-    const int index = own_gpu ? 0 : world.local_rank;
+    const int index = own_gpu                    ? 0
+                      : world.source == "single" ? std::max<int>(0, device.index())
+                                                 : world.local_rank;
     if (index >= n)
       throw Error("local rank " + std::to_string(world.local_rank) + ", but only " +
                       std::to_string(n) + " CUDA device(s) are visible",
