@@ -26,11 +26,13 @@ void ArrayDataset::truncate(int64_t count) {
 }
 
 std::vector<uint8_t> read_maybe_gzip(const fs::path& path) {
-  std::ifstream probe(path, std::ios::binary);
-  if (!probe) FASTER_THROW(path.string(), ": cannot open (", std::strerror(errno), ")");
+  // One open for the magic, a gzip file's trailer and a raw file's bytes.
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) FASTER_THROW(path.string(), ": cannot open (", std::strerror(errno), ")");
+  const auto file_size = static_cast<size_t>(in.tellg());
+  in.seekg(0);
   unsigned char magic[2] = {0, 0};
-  probe.read(reinterpret_cast<char*>(magic), 2);
-  probe.close();
+  in.read(reinterpret_cast<char*>(magic), 2);
   std::vector<uint8_t> out;
   if (magic[0] == 0x1f && magic[1] == 0x8b) {
     // The trailer's last 4 bytes: the data's size modulo 2^32 (of the last member), a hint that
@@ -38,14 +40,14 @@ std::vector<uint8_t> read_maybe_gzip(const fs::path& path) {
     // ratio and only reserved (pages never written cost nothing), so a corrupt trailer costs no
     // memory the data does not take.
     size_t hint = 0;
-    if (std::ifstream tail(path, std::ios::binary | std::ios::ate); tail && tail.tellg() >= 18) {
-      const auto compressed = static_cast<size_t>(tail.tellg());
+    if (file_size >= 18) {
       unsigned char size[4] = {0, 0, 0, 0};
-      tail.seekg(-4, std::ios::end);
-      tail.read(reinterpret_cast<char*>(size), 4);
+      in.seekg(-4, std::ios::end);
+      in.read(reinterpret_cast<char*>(size), 4);
       hint = size_t{size[0]} | size_t{size[1]} << 8 | size_t{size[2]} << 16 | size_t{size[3]} << 24;
-      hint = std::min(hint, compressed * 1032);
+      hint = std::min(hint, file_size * 1032);
     }
+    in.close();
     std::unique_ptr<gzFile_s, int (*)(gzFile)> gz(gzopen(path.c_str(), "rb"), gzclose);
     if (!gz) FASTER_THROW(path.string(), ": cannot open as gzip");
     gzbuffer(gz.get(), 1 << 20);
@@ -75,11 +77,10 @@ std::vector<uint8_t> read_maybe_gzip(const fs::path& path) {
     if (err != Z_OK && err != Z_STREAM_END) FASTER_THROW(path.string(), ": corrupt gzip data");
     if (!gzeof(gz.get())) FASTER_THROW(path.string(), ": truncated gzip data");
   } else {
-    std::ifstream in(path, std::ios::binary | std::ios::ate);
-    const auto size = static_cast<size_t>(in.tellg());
-    out.resize(size);
+    out.resize(file_size);
+    in.clear();  // a file shorter than the magic ended the read above
     in.seekg(0);
-    in.read(reinterpret_cast<char*>(out.data()), size);
+    in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(file_size));
     if (!in) FASTER_THROW(path.string(), ": read failed");
   }
   return out;
