@@ -301,10 +301,17 @@ void check_cpu_memory(const std::string& model, int64_t batch, int64_t width, in
                         : "a smaller --res, or a GPU");
 }
 
-void to_channels_last(torch::nn::Module& m) {
-  torch::NoGradGuard no_grad;
-  for (auto& p : m.parameters())
-    if (p.dim() == 4) p.set_data(p.data().contiguous(torch::MemoryFormat::ChannelsLast));
+// The network `mo` names, on `device`, its 4-d parameters channels-last when asked.
+models::Model build_model(const models::ModelOptions& mo, torch::Device device,
+                          bool channels_last) {
+  auto model = models::make_model(mo);
+  model->to(device);
+  if (channels_last) {
+    torch::NoGradGuard no_grad;
+    for (auto& p : model->parameters())
+      if (p.dim() == 4) p.set_data(p.data().contiguous(torch::MemoryFormat::ChannelsLast));
+  }
+  return model;
 }
 
 // The process's place in a DDP job and its device (its local rank's; the one a Slurm task sees);
@@ -650,22 +657,17 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   // run's random streams stay as they were; its BatchNorm is never synchronised: a collective on
   // that thread would interleave with this one's).
   std::future<std::string> model_warm;
-  if (o.prewarm && device.is_cuda() && d.arrays() && o.res.res == 0 &&
-      o.parallel != Parallel::kDp) {
+  if (o.prewarm && device.is_cuda() && !crops && o.parallel != Parallel::kDp) {
     models::ModelOptions plain = mo;
     if (plain.norm == models::Norm::kSync) plain.norm = models::Norm::kBatch;
     plain.sync_all_reduce = nullptr;
-    auto copy = models::make_model(plain);
-    copy->to(device);
-    if (o.channels_last) to_channels_last(copy.module());
     const auto& a = *d.train_arrays;
-    model_warm = warm_up_model(copy, {o.batch, mo.in_channels, a.height, a.width}, o.whiten,
+    model_warm = warm_up_model(build_model(plain, device, o.channels_last),
+                               {o.batch, mo.in_channels, a.height, a.width}, o.whiten,
                                o.freeze_whitening, device, o.precision, o.channels_last);
   }
   torch::manual_seed(o.seed);
-  auto model = models::make_model(mo);
-  model->to(device);
-  if (o.channels_last) to_channels_last(model.module());
+  auto model = build_model(mo, device, o.channels_last);
   if (o.whiten) {
     if (!d.arrays()) FASTER_THROW("--whiten needs a small array dataset");
     const auto set = init_from_training_images(model, *d.train_arrays, o.model, device);
@@ -1048,9 +1050,7 @@ EvalReport evaluate(const EvalOptions& e) {
   if (ema && !(ema_decay > 0 && ema_decay < 1 && dict.contains("ema.0")))
     throw Error(e.weights + " holds no average of weights (its run had no --ema)",
                 "a --save file of a run with --ema already is that average: drop --ema");
-  auto model = models::make_model(mo);
-  model->to(device);
-  if (e.channels_last) to_channels_last(model.module());
+  auto model = build_model(mo, device, e.channels_last);
   if (ema && run.value("freeze_whitening", false)) {
     // The average covers the trained parameters: the stem stayed as initialised, out of it.
     if (!d.train_arrays) FASTER_THROW(e.weights, ": its frozen stem needs the training split");
