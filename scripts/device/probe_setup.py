@@ -4,7 +4,9 @@
 # first calls at the speedrun's batch (bf16, channels-last; forward, data and weight gradients, the
 # whitened stem forward only), whether NVRTC is loaded, the same calls again, on a new thread (a
 # new cuDNN plan cache, kernels loaded), and fresh batch sizes on seven threads and on one.
-# Usage: python3 scripts/device/probe_setup.py
+# With --parallel the first calls run one convolution a thread, all at once, instead of in turn
+# (whether a warm-up spread over threads pays for the first calls sooner).
+# Usage: python3 scripts/device/probe_setup.py [--parallel]
 import time, threading, sys
 t = time.perf_counter
 T0 = t()
@@ -40,6 +42,13 @@ def sweep(label):
         f, bd, bw = one(*s)
         print(f"{label} {s[0]:4s} fwd {f*1e3:7.1f} ms  bwd_data {bd*1e3:7.1f}  bwd_w {bw*1e3:7.1f}  nvrtc={nvrtc()}", flush=True)
     print(f"{label} total {t()-tot:.3f}", flush=True)
+if "--parallel" in sys.argv:
+    a = t()
+    ths = [threading.Thread(target=one, args=s) for s in shapes]
+    [x.start() for x in ths]; [x.join() for x in ths]
+    print(f"first calls on 7 threads at once: {t()-a:.3f} nvrtc={nvrtc()}", flush=True)
+    sweep("after")
+    sys.exit(0)
 sweep("pass1")
 sweep("pass2")
 th = threading.Thread(target=sweep, args=("thread",)); th.start(); th.join()

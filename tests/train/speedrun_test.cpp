@@ -6,6 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
+#include <string>
+
 #include "faster/core/error.h"
 #include "faster/models/registry.h"
 #include "faster/train/checkpoint.h"
@@ -143,36 +146,41 @@ TEST(Speedrun, ModelWarmUpTrainsACopyAndLeavesTheRandomStreams) {
   mo.name = "speednet";
   mo.filters = {8, 16, 32};
   mo.blocks = {1, 1, 1};
+  // The recipe's optimizer (Muon for the filters) and format, on the CPU.
+  auto o = recipe_options(Recipe::kSpeedrun);
+  o.sgd.lr = 0.1;
+  o.precision = Precision::kBFloat16;
+  o.channels_last = true;
   auto copy = models::make_model(mo);
+  std::map<std::string, torch::Tensor> before;
+  for (const auto& p : copy->named_parameters()) before[p.key()] = p.value().detach().clone();
   torch::manual_seed(7);
   const auto expected = torch::rand({8});
   torch::manual_seed(7);
-  EXPECT_EQ(warm_up_model(copy, {16, 1, 28, 28}, /*from_data=*/true, /*freeze=*/true, torch::kCPU,
-                          Precision::kBFloat16, /*channels_last=*/true)
-                .get(),
-            "");
+  EXPECT_EQ(warm_up_model(copy, {16, 1, 28, 28}, o, torch::kCPU).get(), "");
   EXPECT_TRUE(torch::equal(torch::rand({8}), expected));
   for (const auto& p : copy->named_parameters()) {
     const bool stem = p.key().rfind("stem.", 0) == 0;
     EXPECT_EQ(p.value().requires_grad(), !stem) << p.key();
     EXPECT_EQ(p.value().grad().defined(), !stem) << p.key();  // trained one step, but the stem
+    // The step moved what trains (Muon the filters, SGD the rest); the stem is as whitened.
+    if (!stem && p.key().find("bn") == std::string::npos)
+      EXPECT_FALSE(torch::equal(p.value(), before[p.key()])) << p.key();
   }
   EXPECT_FALSE(copy->is_training());  // left as its test pass ran it
   // Without whitening nothing is frozen.
+  o.whiten = o.freeze_whitening = false;
+  o.sgd.muon_lr = 0;
+  o.precision = Precision::kFloat32;
+  o.channels_last = false;
   auto plain = models::make_model(mo);
-  EXPECT_EQ(
-      warm_up_model(plain, {16, 1, 28, 28}, false, false, torch::kCPU, Precision::kFloat32, false)
-          .get(),
-      "");
+  EXPECT_EQ(warm_up_model(plain, {16, 1, 28, 28}, o, torch::kCPU).get(), "");
   for (const auto& p : plain->named_parameters())
     EXPECT_TRUE(p.value().grad().defined()) << p.key();
   // What goes wrong is said, not thrown: the warm-up is an optimisation (a 1-channel copy fed
   // 3-channel images).
   auto wrong = models::make_model(mo);
-  EXPECT_NE(
-      warm_up_model(wrong, {4, 3, 28, 28}, false, false, torch::kCPU, Precision::kFloat32, false)
-          .get(),
-      "");
+  EXPECT_NE(warm_up_model(wrong, {4, 3, 28, 28}, o, torch::kCPU).get(), "");
 }
 
 // --freeze-whitening: the stem leaves training exactly as whitened (one epoch or two: the same

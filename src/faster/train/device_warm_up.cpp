@@ -5,10 +5,12 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/torch.h>
 
+#include <cstdlib>
 #include <future>
 #include <string>
 
 #include "faster/models/registry.h"
+#include "faster/train/sgd.h"
 #include "faster/train/step_graph.h"
 
 namespace faster::train {
@@ -47,9 +49,74 @@ void warm_up_device(torch::Device device, Precision precision, bool channels_las
   conv.get();
 }
 
+namespace {
+
+// Values from no random generator (the run's streams stay as they are): the fractional parts of i
+// times the golden ratio, spread evenly over [-2, 2) without a pattern the whitening's covariance
+// would find degenerate.
+torch::Tensor made_up(std::vector<int64_t> shape, const torch::TensorOptions& f) {
+  int64_t n = 1;
+  for (const auto s : shape) n *= s;
+  return (torch::arange(n, f.dtype(torch::kDouble)) * 0.6180339887498949)
+      .frac()
+      .mul(4)
+      .sub(2)
+      .to(torch::kFloat)
+      .view(shape);
+}
+
+// Every convolution's first calls at once, a thread each, on streams of their own: the forward,
+// the weight's gradient unless the first (the stem) is `first_frozen`, and the input's after the
+// first layer that trains, as the run's backward pass makes them.  Returns "" or the first error.
+std::string warm_up_convolutions(const std::vector<models::ConvShape>& convs, int64_t batch,
+                                 bool first_frozen, const TrainOptions& o, torch::Device device) {
+  std::vector<std::future<std::string>> threads;
+  for (size_t i = 0; i < convs.size(); ++i) {
+    const bool weight_grad = i > 0 || !first_frozen;
+    const bool input_grad = i > 1 || (i == 1 && !first_frozen);
+    threads.push_back(std::async(std::launch::async, [=, &o, v = convs[i]]() -> std::string {
+      try {
+        c10::DeviceGuard on(device);
+        SideStreamScope stream(device);
+        const auto f = torch::TensorOptions().device(device);
+        const auto format =
+            o.channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
+        const auto x = made_up({batch, v.in, v.height, v.width}, f)
+                           .contiguous(format)
+                           .requires_grad_(input_grad);
+        const auto w = made_up({v.out, v.in, v.kernel, v.kernel}, f)
+                           .contiguous(format)
+                           .requires_grad_(weight_grad);
+        const auto b = v.bias ? made_up({v.out}, f) : torch::Tensor();
+        torch::Tensor y;
+        {
+          AutocastScope autocast(device.type(), o.precision);
+          y = torch::conv2d(x, w, b, 1, v.kernel / 2);
+        }
+        if (weight_grad || input_grad)
+          y.backward(made_up(y.sizes().vec(), f).to(y.dtype()).contiguous(format));
+        if (device.is_cuda()) torch::cuda::synchronize(device.index());
+        return {};
+      } catch (const std::exception& e) {
+        return e.what();
+      }
+    }));
+  }
+  std::string failed;
+  for (auto& t : threads)
+    if (auto e = t.get(); failed.empty()) failed = std::move(e);
+  return failed;
+}
+
+bool warm_up_layers_enabled() {
+  const char* v = std::getenv("FASTER_WARM_UP_LAYERS");
+  return !(v && std::string(v) == "0");
+}
+
+}  // namespace
+
 std::future<std::string> warm_up_model(models::Model model, std::vector<int64_t> input_shape,
-                                       bool from_data, bool freeze, torch::Device device,
-                                       Precision precision, bool channels_last) {
+                                       const TrainOptions& o, torch::Device device) {
   return std::async(std::launch::async, [=]() mutable -> std::string {
     // The copy ends with the thread (the closure lives as long as the future).
     models::Model copy = std::move(model);
@@ -59,39 +126,41 @@ std::future<std::string> warm_up_model(models::Model model, std::vector<int64_t>
       SideStreamScope stream(device);
       const auto f = torch::TensorOptions().device(device);
       const auto format =
-          channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
-      // Values from no random generator (the run's streams stay as they are): the fractional
-      // parts of i times the golden ratio, spread evenly over [-2, 2) without a pattern the
-      // whitening's covariance would find degenerate.
-      const auto images = [&f](std::vector<int64_t> shape) {
-        int64_t n = 1;
-        for (const auto s : shape) n *= s;
-        return (torch::arange(n, f.dtype(torch::kDouble)) * 0.6180339887498949)
-            .frac()
-            .mul(4)
-            .sub(2)
-            .to(torch::kFloat)
-            .view(shape);
-      };
-      if (from_data) {
+          o.channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
+      const bool frozen = o.whiten && o.freeze_whitening;
+      if (o.whiten) {
         auto sample = input_shape;
         sample[0] = std::min<int64_t>(sample[0], 64);
-        const auto set = models::init_from_data(copy, images(sample));
-        if (freeze)
+        const auto set = models::init_from_data(copy, made_up(sample, f));
+        if (frozen)
           for (auto p : set) p.requires_grad_(false);
       }
-      const auto x = images(input_shape).contiguous(format);
+      if (warm_up_layers_enabled())
+        if (auto failed = warm_up_convolutions(
+                models::convolutions(copy, static_cast<int>(input_shape[2]),
+                                     static_cast<int>(input_shape[3])),
+                input_shape[0], frozen, o, device);
+            !failed.empty())
+          return failed;
+      // The optimizer as the run's (its storage re-pointed, so made before the step): Muon's
+      // Newton-Schulz products are the first step's to load too.
+      std::vector<torch::Tensor> trained;
+      for (const auto& p : copy->parameters())
+        if (p.requires_grad()) trained.push_back(p);
+      FlatSgd sgd(trained, o.sgd);
+      const auto x = made_up(input_shape, f).contiguous(format);
       copy->train();
       torch::Tensor logits;
       {
-        AutocastScope autocast(device.type(), precision);
+        AutocastScope autocast(device.type(), o.precision);
         logits = copy.forward(x);
       }
       logits.to(torch::kFloat).logsumexp(1).sum().backward();
+      sgd.step(sgd.flat_grad());
       {
         torch::NoGradGuard no_grad;
         copy->eval();
-        AutocastScope autocast(device.type(), precision);
+        AutocastScope autocast(device.type(), o.precision);
         copy.forward(x.flip(3));  // the flip-TTA's second pass (the training's forward: the first)
       }
       if (device.is_cuda()) torch::cuda::synchronize(device.index());

@@ -663,8 +663,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
     plain.sync_all_reduce = nullptr;
     const auto& a = *d.train_arrays;
     model_warm = warm_up_model(build_model(plain, device, o.channels_last),
-                               {o.batch, mo.in_channels, a.height, a.width}, o.whiten,
-                               o.freeze_whitening, device, o.precision, o.channels_last);
+                               {o.batch, mo.in_channels, a.height, a.width}, o, device);
   }
   torch::manual_seed(o.seed);
   auto model = build_model(mo, device, o.channels_last);
