@@ -562,22 +562,29 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
     for (const auto& d : dp.empty() ? std::vector<torch::Device>{device} : dp)
       set_gpu_wait(d.index(), o.gpu_wait);
   const bool is_main = world.is_main();
-  // --prewarm: the data is read (and unzipped) while CUDA, cuDNN and cuBLAS start.
+  // --prewarm: the data is read (and unzipped) while CUDA, cuDNN and cuBLAS start, both on threads:
+  // the data decide the model copy's warm-up (below), which need not wait for the libraries.
   nlohmann::json setup = {{"start_s", process_seconds()}};
   if (main_entered_seconds() > 0) setup["main_s"] = main_entered_seconds();
   if (const double ago = finish_early_context(); ago >= 0)
     setup["context_s"] = process_seconds() - ago;
   std::future<TrainingData> reading;
+  std::future<double> device_warm;  // when the libraries were ready
+  double data_read_at = 0;
   if (o.prewarm) {
-    reading = std::async(std::launch::async, [&o] {
-      return open_training_data(o.data, o.val_data, o.train_limit, o.test_limit);
+    reading = std::async(std::launch::async, [&o, &data_read_at] {
+      auto read = open_training_data(o.data, o.val_data, o.train_limit, o.test_limit);
+      data_read_at = process_seconds();
+      return read;
     });
-    warm_up_device(device, o.precision, o.channels_last);
-    setup["device_ready_s"] = process_seconds();
+    device_warm = std::async(std::launch::async, [&o, device] {
+      warm_up_device(device, o.precision, o.channels_last);
+      return process_seconds();
+    });
   }
   const auto d = o.prewarm ? reading.get()
                            : open_training_data(o.data, o.val_data, o.train_limit, o.test_limit);
-  setup["data_read_s"] = process_seconds();
+  setup["data_read_s"] = o.prewarm ? data_read_at : process_seconds();
   // Shifts and flips are the device loader's, for small datasets as stored (crops flip anyway).
   const bool as_stored_on_device = o.loader == LoaderKind::kDevice && d.arrays() && o.res.res == 0;
   if (!as_stored_on_device && is_speedrun(o.recipe))
@@ -746,6 +753,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   std::unique_ptr<data::Loader> val_loader;
   if (d.val) val_loader = make_loader(o, d, plan, device, world, false);
   setup["loaders_ready_s"] = process_seconds();
+  if (device_warm.valid()) setup["device_ready_s"] = device_warm.get();
   if (model_warm.valid()) {
     if (const std::string failed = model_warm.get(); !failed.empty() && is_main)
       log::warn("--prewarm: the model's warm-up failed (", failed,
