@@ -62,32 +62,6 @@ TEST(SpeedNet, MultiplyAddsOfTheDefaultNetAt28) {
   EXPECT_EQ(hand, 56918560);
 }
 
-// The convolutions a warm-up loads, against the network's own filters (in order, the stem's bias
-// only) and the sides the header's count gives (each stage's entry conv at the side it pools).
-TEST(SpeedNet, ConvolutionsListTheNetworksFilters) {
-  ModelOptions mo;
-  mo.name = "speednet";
-  mo.filters = {64, 128, 256}, mo.blocks = {1, 1, 1};
-  mo.stem_dims = 8;
-  const auto model = make_model(mo);
-  const auto convs = convolutions(model, 28, 28);
-  std::vector<std::vector<int64_t>> filters;
-  for (const auto& p : model->named_parameters())
-    if (p.value().dim() == 4) filters.push_back(p.value().sizes().vec());
-  ASSERT_EQ(convs.size(), filters.size());
-  const std::vector<int64_t> sides = {28, 28, 14, 14, 7, 7, 3};
-  for (size_t i = 0; i < convs.size(); ++i) {
-    EXPECT_EQ(filters[i], (std::vector<int64_t>{convs[i].out, convs[i].in, 3, 3})) << i;
-    EXPECT_EQ(convs[i].kernel, 3);
-    EXPECT_EQ(convs[i].height, sides[i]) << i;
-    EXPECT_EQ(convs[i].width, sides[i]) << i;
-    EXPECT_EQ(convs[i].bias, i == 0) << i;
-  }
-  EXPECT_EQ(convs[0].out, 16);  // 8 directions, each + and -
-  mo.name = "thinnet";
-  EXPECT_TRUE(convolutions(make_model(mo), 28, 28).empty());  // not listed: no layer warm-up
-}
-
 TEST(SpeedNet, RefusesBadWidths) {
   SpeedNetOptions o;
   o.blocks = {1, 1};

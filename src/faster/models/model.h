@@ -7,7 +7,6 @@
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
-#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -53,13 +52,6 @@ class Model {
   std::shared_ptr<torch::nn::Module> module_;
   Classifier* classifier_ = nullptr;
   std::string name_;
-};
-
-// One convolution of a network as it runs on an input batch: `in` to `out` channels, a square
-// `kernel` at stride 1 and "same" padding over height x width maps, with or without a bias.
-struct ConvShape {
-  int64_t in = 0, out = 0, kernel = 3, height = 0, width = 0;
-  bool bias = false;
 };
 
 // The Classifier of any module a Model holds, or of a replica cloned from one.

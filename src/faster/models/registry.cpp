@@ -57,7 +57,6 @@ struct Entry {
   // Returns the parameters it set; may be empty.
   std::function<std::vector<torch::Tensor>(Model&, const torch::Tensor&)> init_from_data;
   CpuTrainMemory cpu_memory;
-  std::function<std::vector<ConvShape>(const Model&, int, int)> convolutions;
 };
 
 // Peak resident memory of `faster train --device cpu --res 224` (fp32, LibTorch 1.13, 2 cores),
@@ -86,7 +85,6 @@ const std::vector<Entry>& registry() {
          unit_normalization(),
          {{3, 3, 2}, {32, 64, 128}},
          {},
-         {},
          {}},
         {"speednet",
          Family::kSpeedNet,
@@ -101,11 +99,7 @@ const std::vector<Entry>& registry() {
            net.init_whitening(images);
            return net.stem()->parameters();
          },
-         {},
-         [](const Model& m, int height, int width) {
-           const auto& net = dynamic_cast<const SpeedNetImpl&>(m.module());
-           return speednet_convolutions(net.options(), height, width);
-         }},
+         {}},
     };
     // Any side works (the last stage's map pools to 1x1); below 32 px it is 1x1 from layer3 on.
     for (const auto& name : resnet_names())
@@ -116,8 +110,7 @@ const std::vector<Entry>& registry() {
                    data::Normalization{},
                    {},
                    {},
-                   resnet_cpu_memory(name),
-                   {}});
+                   resnet_cpu_memory(name)});
     return e;
   }();
   return entries;
@@ -150,11 +143,6 @@ Widths default_widths(const std::string& name) {
 std::vector<torch::Tensor> init_from_data(Model& model, const torch::Tensor& images) {
   const auto& init = find(model.name()).init_from_data;
   return init ? init(model, images) : std::vector<torch::Tensor>{};
-}
-
-std::vector<ConvShape> convolutions(const Model& model, int height, int width) {
-  const auto& list = find(model.name()).convolutions;
-  return list ? list(model, height, width) : std::vector<ConvShape>{};
 }
 
 CpuTrainMemory cpu_train_memory(const std::string& name) {

@@ -61,10 +61,6 @@ Widths default_widths(const std::string& name);
 // set; none when the architecture has no such layer.
 std::vector<torch::Tensor> init_from_data(Model& model, const torch::Tensor& images);
 
-// The convolutions of `model`'s forward pass over height x width images, in order (the shapes a
-// warm-up can load kernels for one by one); empty where the architecture does not list them.
-std::vector<ConvShape> convolutions(const Model& model, int height, int width);
-
 // Host memory a CPU training step takes: a fixed part and a part per image at 224x224 (it scales
 // with the pixels), measured (models/registry.cpp); 0 and 0 where the model is small enough never
 // to matter.

@@ -54,22 +54,19 @@ TORCH_MODULE(Stage);
 
 }  // namespace
 
-std::vector<ConvShape> speednet_convolutions(const SpeedNetOptions& o, int height, int width) {
-  int64_t h = height, w = width, c = o.stem_channels();
-  std::vector<ConvShape> convs = {{o.in_channels, c, 3, h, w, /*bias=*/true}};
-  for (size_t s = 0; s < o.filters.size(); ++s) {
-    convs.push_back({c, o.filters[s], 3, h, w});
-    c = o.filters[s], h /= 2, w /= 2;
-    for (int j = 0; j < o.blocks[s]; ++j) convs.push_back({c, c, 3, h, w});
-  }
-  return convs;
-}
-
 int64_t speednet_macs(const SpeedNetOptions& o, int height, int width) {
-  int64_t macs = 0;
-  for (const auto& v : speednet_convolutions(o, height, width))
-    macs += v.height * v.width * v.in * v.out * v.kernel * v.kernel;
-  return macs + o.filters.back() * o.classes;
+  const auto conv = [](int64_t h, int64_t w, int64_t in, int64_t out) {
+    return h * w * in * out * 9;
+  };
+  int64_t h = height, w = width;
+  int64_t c = o.stem_channels();
+  int64_t macs = conv(h, w, o.in_channels, c);
+  for (size_t s = 0; s < o.filters.size(); ++s) {
+    macs += conv(h, w, c, o.filters[s]);
+    c = o.filters[s], h /= 2, w /= 2;
+    macs += o.blocks[s] * conv(h, w, c, c);
+  }
+  return macs + c * o.classes;
 }
 
 SpeedNetImpl::SpeedNetImpl(const SpeedNetOptions& options) : options_(options) {

@@ -46,10 +46,6 @@ struct SpeedNetOptions {
   int min_input_size() const { return 1 << filters.size(); }
 };
 
-// The convolutions of a forward pass of height x width images, in order: the stem (with its bias),
-// then each stage's entry conv and its blocks at the pooled side.
-std::vector<ConvShape> speednet_convolutions(const SpeedNetOptions& o, int height, int width);
-
 // Multiply-adds of one forward pass of a height x width image.
 int64_t speednet_macs(const SpeedNetOptions& o, int height, int width);
 

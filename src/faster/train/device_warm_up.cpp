@@ -5,7 +5,6 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/torch.h>
 
-#include <cstdlib>
 #include <future>
 #include <string>
 
@@ -65,54 +64,6 @@ torch::Tensor made_up(std::vector<int64_t> shape, const torch::TensorOptions& f)
       .view(shape);
 }
 
-// Every convolution's first calls at once, a thread each, on streams of their own: the forward,
-// the weight's gradient unless the first (the stem) is `first_frozen`, and the input's after the
-// first layer that trains, as the run's backward pass makes them.  Returns "" or the first error.
-std::string warm_up_convolutions(const std::vector<models::ConvShape>& convs, int64_t batch,
-                                 bool first_frozen, const TrainOptions& o, torch::Device device) {
-  std::vector<std::future<std::string>> threads;
-  for (size_t i = 0; i < convs.size(); ++i) {
-    const bool weight_grad = i > 0 || !first_frozen;
-    const bool input_grad = i > 1 || (i == 1 && !first_frozen);
-    threads.push_back(std::async(std::launch::async, [=, &o, v = convs[i]]() -> std::string {
-      try {
-        c10::DeviceGuard on(device);
-        SideStreamScope stream(device);
-        const auto f = torch::TensorOptions().device(device);
-        const auto format =
-            o.channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
-        const auto x = made_up({batch, v.in, v.height, v.width}, f)
-                           .contiguous(format)
-                           .requires_grad_(input_grad);
-        const auto w = made_up({v.out, v.in, v.kernel, v.kernel}, f)
-                           .contiguous(format)
-                           .requires_grad_(weight_grad);
-        const auto b = v.bias ? made_up({v.out}, f) : torch::Tensor();
-        torch::Tensor y;
-        {
-          AutocastScope autocast(device.type(), o.precision);
-          y = torch::conv2d(x, w, b, 1, v.kernel / 2);
-        }
-        if (weight_grad || input_grad)
-          y.backward(made_up(y.sizes().vec(), f).to(y.dtype()).contiguous(format));
-        if (device.is_cuda()) torch::cuda::synchronize(device.index());
-        return {};
-      } catch (const std::exception& e) {
-        return e.what();
-      }
-    }));
-  }
-  std::string failed;
-  for (auto& t : threads)
-    if (auto e = t.get(); failed.empty()) failed = std::move(e);
-  return failed;
-}
-
-bool warm_up_layers_enabled() {
-  const char* v = std::getenv("FASTER_WARM_UP_LAYERS");
-  return !(v && std::string(v) == "0");
-}
-
 }  // namespace
 
 std::future<std::string> warm_up_model(models::Model model, std::vector<int64_t> input_shape,
@@ -127,21 +78,13 @@ std::future<std::string> warm_up_model(models::Model model, std::vector<int64_t>
       const auto f = torch::TensorOptions().device(device);
       const auto format =
           o.channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
-      const bool frozen = o.whiten && o.freeze_whitening;
       if (o.whiten) {
         auto sample = input_shape;
         sample[0] = std::min<int64_t>(sample[0], 64);
         const auto set = models::init_from_data(copy, made_up(sample, f));
-        if (frozen)
+        if (o.freeze_whitening)
           for (auto p : set) p.requires_grad_(false);
       }
-      if (warm_up_layers_enabled())
-        if (auto failed = warm_up_convolutions(
-                models::convolutions(copy, static_cast<int>(input_shape[2]),
-                                     static_cast<int>(input_shape[3])),
-                input_shape[0], frozen, o, device);
-            !failed.empty())
-          return failed;
       // The optimizer as the run's (its storage re-pointed, so made before the step): Muon's
       // Newton-Schulz products are the first step's to load too.
       std::vector<torch::Tensor> trained;

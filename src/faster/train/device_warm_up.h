@@ -22,21 +22,18 @@ void warm_up_device(torch::Device device, Precision precision, bool channels_las
 
 // A fresh process pays for each kernel of its first step once, process-wide (CUDA loads modules
 // lazily; cuDNN's engines build or compile theirs): SpeedNet's first step took 0.4-0.5 s on an
-// H100, its convolutions' first calls 0.15-0.4 s in turn, about 0.06 s all at once on a thread
-// each, and about 0.06 s again on a thread of their own afterwards (whose cuDNN plans, per thread
-// in LibTorch, were new but whose kernels were loaded; BENCHMARKS.md, issue 13).  This pays it on
-// threads of its own, on streams of their own, while the trainer builds the rest: `model`, a copy
-// built like the run's (on `device`, in its memory format; plain BatchNorm where the run's is
-// synchronised, so that it makes no collective call), is initialised from made-up images where
-// the run's is from the data (o.whiten; those parameters then frozen with o.freeze_whitening),
-// trains one step (o.sgd's optimizer, Muon included) on made-up images of `input_shape` [N, C, H,
-// W] and tests them once, at o.precision, in o.channels_last's format.  Before that the model's
-// convolutions (models::convolutions), if it lists them, each make their first calls at once, one
-// thread each (forward; weight and input gradients where the run computes them); the environment's
-// FASTER_WARM_UP_LAYERS=0 leaves that out (for measurements).  No random generator is drawn on.
-// Nothing is kept: the copy is released when the thread ends.  The future holds "" or what went
-// wrong (an optimisation's failure, for the trainer to report and go on).  Get it before capturing
-// a CUDA graph (a capture refuses other threads' work).
+// H100, its convolutions' first calls 0.15-0.4 s in turn, and about 0.06 s again on a thread of
+// their own afterwards (whose cuDNN plans, per thread in LibTorch, were new but whose kernels were
+// loaded; BENCHMARKS.md, issue 13).  This pays it on a thread of its own, on a stream of its own,
+// while the trainer builds the rest: `model`, a copy built like the run's (on `device`, in its
+// memory format; plain BatchNorm where the run's is synchronised, so that it makes no collective
+// call), is initialised from made-up images where the run's is from the data (o.whiten; those
+// parameters then frozen with o.freeze_whitening), trains one step (forward, backward and o.sgd's
+// optimizer, Muon included) on made-up images of `input_shape` [N, C, H, W] and tests them once,
+// at o.precision, in o.channels_last's format; no random generator is drawn on.  Nothing is kept:
+// the copy is released when the thread ends.  The future holds "" or what went wrong (an
+// optimisation's failure, for the trainer to report and go on).  Get it before capturing a CUDA
+// graph (a capture refuses other threads' work).
 std::future<std::string> warm_up_model(models::Model model, std::vector<int64_t> input_shape,
                                        const TrainOptions& o, torch::Device device);
 
