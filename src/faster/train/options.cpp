@@ -44,8 +44,8 @@ TrainOptions speedrun_options(Recipe recipe) {
   // 9 epochs with Muon for the filters and a 16-channel stem on Fashion-MNIST: 94.21 % mean over
   // 10 seeds (the worst 94.07) in 2.82 s (median), against 94.03 % in 2.87 s with SGD alone in 11,
   // seed by seed in one call (BENCHMARKS.md); cuDNN pads an 18-channel stem.  speedrun95's 30
-  // epochs came to 94.96 % over 5 seeds on an H100, 40 to 95.11 % over 4 (both seeds 0-4 and 0-3
-  // on one machine); Muon at 40 did not do better (95.07 %).
+  // epochs came to 94.96 % over 5 seeds on an H100 (2 of 5 at 95 %), 40 to 95.08 % (4 of 5) on
+  // another; Muon at 40 did no better (95.07 % over 4 seeds).
   o.epochs = longer ? 40 : 9;
   if (!longer) o.stem_dims = TrainOptions::kStemDimsAuto;
   if (!longer) o.sgd.muon_lr = 0.24;
