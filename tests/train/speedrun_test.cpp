@@ -151,7 +151,11 @@ TEST(Speedrun, ModelWarmUpTrainsACopyAndLeavesTheRandomStreams) {
   o.sgd.lr = 0.1;
   o.precision = Precision::kBFloat16;
   o.channels_last = true;
-  auto copy = models::make_model(mo);
+  const auto fresh = [&mo] {
+    torch::manual_seed(3);  // the same weights each time
+    return models::make_model(mo);
+  };
+  auto copy = fresh();
   std::map<std::string, torch::Tensor> before;
   for (const auto& p : copy->named_parameters()) before[p.key()] = p.value().detach().clone();
   torch::manual_seed(7);
@@ -159,6 +163,22 @@ TEST(Speedrun, ModelWarmUpTrainsACopyAndLeavesTheRandomStreams) {
   torch::manual_seed(7);
   EXPECT_EQ(warm_up_model(copy, {16, 1, 28, 28}, o, torch::kCPU).get(), "");
   EXPECT_TRUE(torch::equal(torch::rand({8}), expected));
+  // The device warm-up draws no random numbers either (it runs beside the seeded model's build).
+  torch::manual_seed(7);
+  warm_up_device(torch::kCPU, Precision::kBFloat16, true);
+  EXPECT_TRUE(torch::equal(torch::rand({8}), expected));
+  // Muon moved the filters: the same copy on SGD alone ends elsewhere.
+  auto on_sgd = fresh();
+  auto sgd_only = o;
+  sgd_only.sgd.muon_lr = 0;
+  EXPECT_EQ(warm_up_model(on_sgd, {16, 1, 28, 28}, sgd_only, torch::kCPU).get(), "");
+  const auto filter = [](const models::Model& m) {
+    for (const auto& p : m->named_parameters())
+      if (p.key() == "stages.0.conv0.weight") return p.value().detach().clone();
+    return torch::Tensor();
+  };
+  ASSERT_TRUE(filter(copy).defined());
+  EXPECT_FALSE(torch::allclose(filter(copy), filter(on_sgd), 1e-4, 1e-6));
   for (const auto& p : copy->named_parameters()) {
     const bool stem = p.key().rfind("stem.", 0) == 0;
     EXPECT_EQ(p.value().requires_grad(), !stem) << p.key();
@@ -173,7 +193,7 @@ TEST(Speedrun, ModelWarmUpTrainsACopyAndLeavesTheRandomStreams) {
   o.sgd.muon_lr = 0;
   o.precision = Precision::kFloat32;
   o.channels_last = false;
-  auto plain = models::make_model(mo);
+  auto plain = fresh();
   EXPECT_EQ(warm_up_model(plain, {16, 1, 28, 28}, o, torch::kCPU).get(), "");
   for (const auto& p : plain->named_parameters())
     EXPECT_TRUE(p.value().grad().defined()) << p.key();

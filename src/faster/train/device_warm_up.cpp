@@ -1,5 +1,4 @@
-// Device warm-up: one tiny network step on throwaway tensors, its convolution and its linear layer
-// on two threads.
+// Device and model warm-ups: throwaway steps on made-up values, on threads of their own.
 #include "faster/train/device_warm_up.h"
 
 #include <c10/core/DeviceGuard.h>
@@ -13,40 +12,6 @@
 #include "faster/train/step_graph.h"
 
 namespace faster::train {
-
-void warm_up_device(torch::Device device, Precision precision, bool channels_last) {
-  namespace F = torch::nn::functional;
-  auto f = torch::TensorOptions().device(device);
-  const auto format =
-      channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
-  // cuDNN's and cuBLAS's libraries load on their first call (about 0.22 and 0.11 s on an H200,
-  // after the context's 0.35 s): the convolution on a thread of its own overlaps the two.  Its
-  // cuDNN handle goes back to LibTorch's pool when the thread ends, for the training thread.
-  auto conv = std::async(std::launch::async, [&] {
-    c10::DeviceGuard on(device);
-    auto x = torch::randn({8, 16, 8, 8}, f).contiguous(format);
-    auto w = torch::randn({16, 16, 3, 3}, f).contiguous(format).requires_grad_();
-    torch::Tensor out;
-    {
-      AutocastScope autocast(device.type(), precision);
-      out = torch::gelu(torch::max_pool2d(torch::conv2d(x, w, {}, 1, 1), 2));
-    }
-    out.sum().backward();
-    if (device.is_cuda()) torch::cuda::synchronize(device.index());
-  });
-  auto h = torch::randn({8, 16}, f);
-  auto fc = torch::randn({10, 16}, f).requires_grad_();
-  const auto y = torch::zeros({8}, f.dtype(torch::kLong));
-  torch::Tensor loss;
-  {
-    AutocastScope autocast(device.type(), precision);
-    loss = F::cross_entropy(torch::linear(h, fc), y,
-                            F::CrossEntropyFuncOptions().label_smoothing(0.1));
-  }
-  loss.backward();
-  if (device.is_cuda()) torch::cuda::synchronize(device.index());
-  conv.get();
-}
 
 namespace {
 
@@ -65,6 +30,40 @@ torch::Tensor made_up(std::vector<int64_t> shape, const torch::TensorOptions& f)
 }
 
 }  // namespace
+
+void warm_up_device(torch::Device device, Precision precision, bool channels_last) {
+  namespace F = torch::nn::functional;
+  auto f = torch::TensorOptions().device(device);
+  const auto format =
+      channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
+  // cuDNN's and cuBLAS's libraries load on their first call (about 0.22 and 0.11 s on an H200,
+  // after the context's 0.35 s): the convolution on a thread of its own overlaps the two.  Its
+  // cuDNN handle goes back to LibTorch's pool when the thread ends, for the training thread.
+  auto conv = std::async(std::launch::async, [&] {
+    c10::DeviceGuard on(device);
+    auto x = made_up({8, 16, 8, 8}, f).contiguous(format);
+    auto w = made_up({16, 16, 3, 3}, f).contiguous(format).requires_grad_();
+    torch::Tensor out;
+    {
+      AutocastScope autocast(device.type(), precision);
+      out = torch::gelu(torch::max_pool2d(torch::conv2d(x, w, {}, 1, 1), 2));
+    }
+    out.sum().backward();
+    if (device.is_cuda()) torch::cuda::synchronize(device.index());
+  });
+  auto h = made_up({8, 16}, f);
+  auto fc = made_up({10, 16}, f).requires_grad_();
+  const auto y = torch::zeros({8}, f.dtype(torch::kLong));
+  torch::Tensor loss;
+  {
+    AutocastScope autocast(device.type(), precision);
+    loss = F::cross_entropy(torch::linear(h, fc), y,
+                            F::CrossEntropyFuncOptions().label_smoothing(0.1));
+  }
+  loss.backward();
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+  conv.get();
+}
 
 std::future<std::string> warm_up_model(models::Model model, std::vector<int64_t> input_shape,
                                        const TrainOptions& o, torch::Device device) {

@@ -1,6 +1,7 @@
 // The one-off costs of a fresh process's first step, paid early: the CUDA context, cuDNN's and
-// cuBLAS's libraries and handles, the autocast and loss kernels.  The trainer runs it while another
-// thread reads the data (TrainOptions::prewarm), so the two overlap.
+// cuBLAS's libraries and handles, the autocast and loss kernels (warm_up_device), and the kernels
+// of the model's own first step (warm_up_model).  The trainer runs both on threads of their own
+// while it reads the data and builds the run (TrainOptions::prewarm); neither draws random numbers.
 #pragma once
 
 #include <torch/types.h>
@@ -16,8 +17,9 @@
 namespace faster::train {
 
 // A small convolution, pooling and GELU (on a second thread), and a linear layer and
-// cross-entropy, forward and backward, at `precision` (channels-last when asked) on `device`;
-// waits for the device and the thread.  Nothing is kept.
+// cross-entropy, forward and backward, at `precision` (channels-last when asked) on `device`, on
+// made-up values (no random generator is drawn on); waits for the device and the thread.  Nothing
+// is kept.
 void warm_up_device(torch::Device device, Precision precision, bool channels_last);
 
 // A fresh process pays for each kernel of its first step once, process-wide (CUDA loads modules

@@ -3,6 +3,7 @@
 // progress line's loss).
 #include "faster/train/trainer.h"
 
+#include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/torch.h>
 
@@ -568,19 +569,24 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   if (main_entered_seconds() > 0) setup["main_s"] = main_entered_seconds();
   if (const double ago = finish_early_context(); ago >= 0)
     setup["context_s"] = process_seconds() - ago;
+  // Set before any convolution runs, the device warm-up's on its thread included.
+  at::globalContext().setBenchmarkCuDNN(o.cudnn_benchmark);
+  at::globalContext().setBenchmarkLimitCuDNN(o.cudnn_benchmark_limit);
+  double data_read_at = 0;  // before the futures: the reading thread writes it
   std::future<TrainingData> reading;
   std::future<double> device_warm;  // when the libraries were ready
-  double data_read_at = 0;
   if (o.prewarm) {
     reading = std::async(std::launch::async, [&o, &data_read_at] {
       auto read = open_training_data(o.data, o.val_data, o.train_limit, o.test_limit);
       data_read_at = process_seconds();
       return read;
     });
-    device_warm = std::async(std::launch::async, [&o, device] {
-      warm_up_device(device, o.precision, o.channels_last);
-      return process_seconds();
-    });
+    device_warm = std::async(std::launch::async,
+                             [device, precision = o.precision, channels_last = o.channels_last] {
+                               c10::DeviceGuard on(device);
+                               warm_up_device(device, precision, channels_last);
+                               return process_seconds();
+                             });
   }
   const auto d = o.prewarm ? reading.get()
                            : open_training_data(o.data, o.val_data, o.train_limit, o.test_limit);
@@ -657,12 +663,10 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
     check_cpu_memory(mo.name, o.batch, as_stored ? d.train_arrays->width : side,
                      as_stored ? d.train_arrays->height : side, world.local_world);
   }
-  at::globalContext().setBenchmarkCuDNN(o.cudnn_benchmark);
-  at::globalContext().setBenchmarkLimitCuDNN(o.cudnn_benchmark_limit);
   // --prewarm on one GPU per process, a small dataset as stored: the first step's kernels load on a
-  // copy of the model while the rest is built (the copy is made before the seed is set, so the
-  // run's random streams stay as they were; its BatchNorm is never synchronised: a collective on
-  // that thread would interleave with this one's).
+  // copy of the model while the rest is built (the copy is made before the seed is set, and
+  // neither warm-up draws random numbers, so the run's random streams stay as they were; its
+  // BatchNorm is never synchronised: a collective on that thread would interleave with this one's).
   std::future<std::string> model_warm;
   if (o.prewarm && device.is_cuda() && !crops && o.parallel != Parallel::kDp) {
     models::ModelOptions plain = mo;
