@@ -8,7 +8,8 @@
 #                   leading NAME=VALUE words are set in the run's environment
 #                   (e.g. "CUDA_MODULE_LOADING=EAGER --epochs 8")
 #   INTERLEAVE=1    run the recipe and every flag set seed by seed, in turn (SEEDS seeds each), so
-#                   that a machine whose set-up drifts during the call affects them alike
+#                   that a machine whose set-up drifts during the call affects them alike (with
+#                   SEEDS=0 the flag sets run as without it, SWEEP_SEEDS each)
 #   PEER_SEEDS=5    seeds of scripts/speedrun_peer.py (0 skips); PEER_ARGS: its extra flags
 #   PEER_CURVES=1   the peer also tests after every epoch and writes OUT/runs/peer_sN.curve per
 #                   seed, for `faster bench --tta-peer OUT/runs/peer_s*.curve` (the test passes
@@ -72,7 +73,7 @@ PY
 }
 
 IFS=';' read -ra sets <<< "$sweep"
-if [ "${INTERLEAVE:-0}" = 1 ]; then
+if [ "${INTERLEAVE:-0}" = 1 ] && [ "$seeds" -gt 0 ]; then
   echo "== faster train --recipe $recipe $extra, and in turn per seed ($seeds seeds):"
   i=0
   for flags in "${sets[@]}"; do
