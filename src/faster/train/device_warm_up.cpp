@@ -10,6 +10,7 @@
 #include "faster/models/registry.h"
 #include "faster/train/sgd.h"
 #include "faster/train/step_graph.h"
+#include "faster/train/stepper.h"
 
 namespace faster::train {
 
@@ -86,10 +87,7 @@ std::future<std::string> warm_up_model(models::Model model, std::vector<int64_t>
       }
       // The optimizer as the run's (its storage re-pointed, so made before the step): Muon's
       // Newton-Schulz products are the first step's to load too.
-      std::vector<torch::Tensor> trained;
-      for (const auto& p : copy->parameters())
-        if (p.requires_grad()) trained.push_back(p);
-      FlatSgd sgd(trained, o.sgd);
+      FlatSgd sgd(trainable(copy->parameters()), o.sgd);
       const auto x = made_up(input_shape, f).contiguous(format);
       copy->train();
       torch::Tensor logits;

@@ -15,14 +15,6 @@ namespace {
 
 constexpr int kEagerStepsBeforeCapture = 3;
 
-// The parameters the optimizer moves (a frozen whitening stem is not one of them).
-std::vector<torch::Tensor> trainable(const std::vector<torch::Tensor>& params) {
-  std::vector<torch::Tensor> out;
-  for (const auto& p : params)
-    if (p.requires_grad()) out.push_back(p);
-  return out;
-}
-
 // Turns cuDNN benchmarking off for a scope (a short batch, whose shape is not worth tuning).
 class CudnnBenchmarkOff {
  public:
@@ -41,6 +33,13 @@ class CudnnBenchmarkOff {
 };
 
 }  // namespace
+
+std::vector<torch::Tensor> trainable(const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> out;
+  for (const auto& p : params)
+    if (p.requires_grad()) out.push_back(p);
+  return out;
+}
 
 torch::Tensor flip_tta(const std::function<torch::Tensor(const torch::Tensor&)>& forward,
                        const torch::Tensor& x) {

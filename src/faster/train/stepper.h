@@ -25,6 +25,10 @@
 
 namespace faster::train {
 
+// The parameters the optimizer moves: those that require a gradient (a frozen whitening stem is not
+// one of them).
+std::vector<torch::Tensor> trainable(const std::vector<torch::Tensor>& params);
+
 // Flip test-time augmentation: the mean of the logits of x and of x mirrored left to right (the
 // last dimension: W of NCHW).
 torch::Tensor flip_tta(const std::function<torch::Tensor(const torch::Tensor&)>& forward,
