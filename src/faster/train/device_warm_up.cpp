@@ -34,6 +34,7 @@ torch::Tensor made_up(std::vector<int64_t> shape, const torch::TensorOptions& f)
 
 void warm_up_device(torch::Device device, Precision precision, bool channels_last) {
   namespace F = torch::nn::functional;
+  c10::DeviceGuard on(device);  // the caller's thread may have another current device
   auto f = torch::TensorOptions().device(device);
   const auto format =
       channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
@@ -41,7 +42,7 @@ void warm_up_device(torch::Device device, Precision precision, bool channels_las
   // after the context's 0.35 s): the convolution on a thread of its own overlaps the two.  Its
   // cuDNN handle goes back to LibTorch's pool when the thread ends, for the training thread.
   auto conv = std::async(std::launch::async, [&] {
-    c10::DeviceGuard on(device);
+    c10::DeviceGuard on_this_thread(device);
     auto x = made_up({8, 16, 8, 8}, f).contiguous(format);
     auto w = made_up({16, 16, 3, 3}, f).contiguous(format).requires_grad_();
     torch::Tensor out;

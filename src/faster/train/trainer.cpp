@@ -3,7 +3,6 @@
 // progress line's loss).
 #include "faster/train/trainer.h"
 
-#include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/torch.h>
 
@@ -573,24 +572,23 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   at::globalContext().setBenchmarkCuDNN(o.cudnn_benchmark);
   at::globalContext().setBenchmarkLimitCuDNN(o.cudnn_benchmark_limit);
   double data_read_at = 0;  // before the futures: the reading thread writes it
+  const auto read_data = [&o, &data_read_at] {
+    auto read = open_training_data(o.data, o.val_data, o.train_limit, o.test_limit);
+    data_read_at = process_seconds();
+    return read;
+  };
   std::future<TrainingData> reading;
   std::future<double> device_warm;  // when the libraries were ready
   if (o.prewarm) {
-    reading = std::async(std::launch::async, [&o, &data_read_at] {
-      auto read = open_training_data(o.data, o.val_data, o.train_limit, o.test_limit);
-      data_read_at = process_seconds();
-      return read;
-    });
+    reading = std::async(std::launch::async, read_data);
     device_warm = std::async(std::launch::async,
                              [device, precision = o.precision, channels_last = o.channels_last] {
-                               c10::DeviceGuard on(device);
                                warm_up_device(device, precision, channels_last);
                                return process_seconds();
                              });
   }
-  const auto d = o.prewarm ? reading.get()
-                           : open_training_data(o.data, o.val_data, o.train_limit, o.test_limit);
-  setup["data_read_s"] = o.prewarm ? data_read_at : process_seconds();
+  const auto d = o.prewarm ? reading.get() : read_data();
+  setup["data_read_s"] = data_read_at;
   // Shifts and flips are the device loader's, for small datasets as stored (crops flip anyway).
   const bool as_stored_on_device = o.loader == LoaderKind::kDevice && d.arrays() && o.res.res == 0;
   if (!as_stored_on_device && is_speedrun(o.recipe))
