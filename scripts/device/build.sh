@@ -5,7 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DFASTER_TESTS=${FASTER_TESTS:-ON} > build-cuda.configure.log 2>&1 || { tail -30 build-cuda.configure.log; exit 1; }
-if ! cmake --build build-cuda -j "$(nproc)" > build-cuda.build.log 2>&1; then
+# TARGETS="a b": only those (default: everything).
+# shellcheck disable=SC2086
+if ! cmake --build build-cuda -j "$(nproc)" ${TARGETS:+--target $TARGETS} > build-cuda.build.log 2>&1; then
   grep -E -A6 "error|Error" build-cuda.build.log | head -80
   exit 1
 fi

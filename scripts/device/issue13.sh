@@ -15,10 +15,7 @@ left() { echo $(( ${END:-540} - ($(date +%s) - t0) )); }
 cd "$(dirname "$0")/../.." || exit 2
 mkdir -p "$out"
 nvidia-smi --query-gpu=name --format=csv,noheader
-cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DFASTER_TESTS=ON > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
-cmake --build build-cuda -j "$(nproc)" --target faster faster-torch faster_tests \
-  > "$out/build.log" 2>&1 || { grep -E -A6 "error" "$out/build.log" | head -60; exit 1; }
+FASTER_TESTS=ON TARGETS="faster faster-torch faster_tests" bash scripts/device/build.sh || exit 1
 echo "== built at $(( $(date +%s) - t0 )) s"
 FASTER_FASHION_MNIST=$data timeout 150 build-cuda/tests/faster_tests \
   --gtest_filter='MaxPool*:Fused*:*Nvjpeg*:*Cuda*:*Graph*:NewtonSchulz*:FlatSgd*:Speedrun.OnAGpu*' 2>&1 |
