@@ -97,7 +97,9 @@ TEST(ShiftFlip, DeviceLoaderServesEachImageWithTheDrawsOfItsIndex) {
   lo.shift_flip = {1, true};
   auto loader = make_device_loader(d, lo);
   const auto all = torch::from_blob(d.images.data(), {16, 1, 4, 4}, torch::kUInt8);
-  for (int64_t epoch = 0; epoch < 2; ++epoch) {
+  // In order (each epoch's draws made while the one before is served), restarted, and out of
+  // order: each epoch's own draws whatever was asked before it.
+  for (int64_t epoch : {0, 1, 1, 3, 2, 0}) {
     loader->start_epoch(epoch);
     std::set<int64_t> seen;
     while (auto b = loader->next()) {

@@ -1,11 +1,13 @@
 // The device-resident loaders: the dataset is uploaded once as uint8 (Fashion-MNIST is 47 MB), each
-// epoch's permutation is uploaded once, and a batch is one gather on the device (with a shift and
-// flip, the dataset is stored padded and the whole epoch is augmented in one pass when it starts, a
-// few kernels per epoch, so a batch is then a slice); and the synthetic loader, one random batch
-// made on the device and delivered at every step (the model alone).  Also the PixelNormalizer all
-// loaders' uint8 batches go through.
+// epoch's permutation is uploaded once (made on the host while the epoch before trains), and a
+// batch is one gather on the device (with a shift and flip, the dataset is stored padded and the
+// whole epoch is augmented in one pass when it starts, a few kernels per epoch, so a batch is then
+// a slice); and the synthetic loader, one random batch made on the device and delivered at every
+// step (the model alone).  Also the PixelNormalizer all loaders' uint8 batches go through.
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
+
+#include <future>
 
 #include "faster/core/error.h"
 #include "faster/data/loader/loader.h"
@@ -68,20 +70,26 @@ class DeviceLoader : public DeviceSideLoader {
   }
 
   void start_epoch(int64_t epoch) override {
-    auto idx = sampler_.indices(epoch);
-    idx.resize(samples_);
-    const bool pad = options_.last_batch == LastBatch::kPad;
-    const int64_t padded = pad ? batches_ * options_.batch : samples_;
-    idx.resize(padded, 0);  // padding rows reuse sample 0; their label is replaced below
-    index_ = torch::tensor(idx, torch::kLong).to(options_.device, /*non_blocking=*/false);
+    // The plan made beside the last epoch where it is this one's (not on a restart); an order
+    // neither shuffled nor augmented is every epoch's.
+    if (next_.valid() && next_epoch_ == epoch) plan_ = next_.get();
+    const bool per_epoch = options_.sampler.shuffle || options_.shift_flip.active();
+    if (plan_.epoch != epoch && (per_epoch || plan_.epoch < 0)) plan_ = plan(epoch);
+    index_ = plan_.index.to(options_.device, /*non_blocking=*/true);
     epoch_labels_ = labels_.index_select(0, index_);
-    if (options_.shift_flip.active()) {
-      const auto params = shift_flip_params(idx, options_.shift_flip, options_.sampler.seed, epoch)
-                              .to(options_.device);
-      epoch_images_ = shift_flip(images_.index_select(0, index_), params, options_.shift_flip.pad);
-    }
+    if (options_.shift_flip.active())
+      epoch_images_ = shift_flip(images_.index_select(0, index_),
+                                 plan_.params.to(options_.device, /*non_blocking=*/true),
+                                 options_.shift_flip.pad);
+    const int64_t padded = index_.numel();
     if (padded > samples_) epoch_labels_.narrow(0, samples_, padded - samples_).fill_(kPadLabel);
     restart(epoch);
+    // The next epoch's order and draws on the host while the device trains this one (a few ms
+    // for 60,000 samples, which the device would otherwise wait for between epochs).
+    if (per_epoch && !(next_.valid() && next_epoch_ == epoch + 1)) {
+      next_epoch_ = epoch + 1;
+      next_ = std::async(std::launch::async, [this, epoch] { return plan(epoch + 1); });
+    }
   }
 
  private:
@@ -91,8 +99,37 @@ class DeviceLoader : public DeviceSideLoader {
     b.labels = epoch_labels_.narrow(0, first, rows);
   }
 
+  // An epoch's order (padded under LastBatch::kPad) and its shift-and-flip draws, on the host:
+  // pinned where the device is a GPU, so the uploads do not wait for it.
+  struct Plan {
+    int64_t epoch = -1;
+    torch::Tensor index, params;
+  };
+
+  Plan plan(int64_t epoch) const {
+    auto idx = sampler_.indices(epoch);
+    idx.resize(samples_);
+    const bool pad = options_.last_batch == LastBatch::kPad;
+    const int64_t padded = pad ? batches_ * options_.batch : samples_;
+    idx.resize(padded, 0);  // padding rows reuse sample 0; their label is replaced
+    const bool pinned = options_.device.is_cuda();
+    Plan p;
+    p.epoch = epoch;
+    p.index = torch::from_blob(idx.data(), {padded}, torch::kLong).clone();
+    if (options_.shift_flip.active())
+      p.params = shift_flip_params(idx, options_.shift_flip, options_.sampler.seed, epoch);
+    if (pinned) {
+      p.index = p.index.pin_memory();
+      if (p.params.defined()) p.params = p.params.pin_memory();
+    }
+    return p;
+  }
+
   Sampler sampler_;
   torch::Tensor images_, labels_, index_, epoch_labels_, epoch_images_;
+  Plan plan_;
+  int64_t next_epoch_ = -1;
+  std::future<Plan> next_;  // last: its thread reads the members above, and ends first
 };
 
 class SyntheticLoader : public DeviceSideLoader {
