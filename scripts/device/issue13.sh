@@ -3,7 +3,8 @@
 # device call.  Builds faster and its tests into build-cuda/, runs the GPU tests (the speedrun's
 # among them: FASTER_FASHION_MNIST is set to FMNIST_DIR, where Debian's package is absent), then
 # `faster train --recipe speedrun` for SEEDS=10 seeds beside the graphed PyTorch peer for
-# PEER_SEEDS=5 (speedrun.sh; SWEEP=.. adds flag sets, interleaved seed by seed), then
+# PEER_SEEDS=5 (speedrun.sh; SWEEP=.. adds flag sets, interleaved seed by seed; PEER_ARGS, the
+# peer's flags, default --cuda-graph), then
 # `--recipe speedrun95` for SEEDS95=5 seeds, no run starting after END=540 s from the start.
 # Usage: [SEEDS=..] [SWEEP=..] [PEER_SEEDS=..] [SEEDS95=..] [END=..] issue13.sh FMNIST_DIR OUT_DIR
 # Prints the build's end, the tests' verdicts, speedrun.sh's lines and summaries; OUT_DIR/sr and
@@ -25,7 +26,8 @@ echo "== speedrun at $(( $(date +%s) - t0 )) s, $(left) s left"
 # not fit.
 seeds95=${SEEDS95:-5} peer_seeds=${PEER_SEEDS:-5}
 budget=$(( $(left) - 12 * seeds95 - 30 ))
-SEEDS=${SEEDS:-10} INTERLEAVE=1 SWEEP="${SWEEP:-}" PEER_SEEDS=$peer_seeds PEER_ARGS=--cuda-graph \
+SEEDS=${SEEDS:-10} INTERLEAVE=1 SWEEP="${SWEEP:-}" PEER_SEEDS=$peer_seeds \
+  PEER_ARGS="${PEER_ARGS:---cuda-graph}" \
   BUDGET_S=$budget bash scripts/device/speedrun.sh "$data" "$out/sr"
 echo "== speedrun95 at $(( $(date +%s) - t0 )) s, $(left) s left"
 if [ "$seeds95" -gt 0 ]; then
