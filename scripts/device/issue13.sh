@@ -31,7 +31,7 @@ SEEDS=${SEEDS:-10} INTERLEAVE=1 SWEEP="${SWEEP:-}" PEER_SEEDS=$peer_seeds \
   BUDGET_S=$budget bash scripts/device/speedrun.sh "$data" "$out/sr"
 echo "== speedrun95 at $(( $(date +%s) - t0 )) s, $(left) s left"
 if [ "$seeds95" -gt 0 ]; then
-  RECIPE=speedrun95 TARGET=95 SEEDS=$seeds95 PEER_SEEDS=0 BUDGET_S=$(( $(left) - 15 )) \
+  RECIPE=speedrun95 TARGET=95 SEEDS=$seeds95 SWEEP= PEER_SEEDS=0 BUDGET_S=$(( $(left) - 15 )) \
     bash scripts/device/speedrun.sh "$data" "$out/sr95" | grep -E "summary|n="
 fi
 echo "== done at $(( $(date +%s) - t0 )) s"

@@ -127,7 +127,7 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
                   "scaled by the schedule as --lr is: each filter bank's Nesterov momentum, one "
                   "row per output channel, orthogonalized by Newton-Schulz iterations, the bank's "
                   "norm held at sqrt(output channels), no weight decay; the other parameters keep "
-                  "SGD.  0: SGD for all (the default but in the speedrun recipe, 0.24, where its "
+                  "SGD.  0: SGD for all (the default but in the speedrun recipe, 0.16, where its "
                   "stem is frozen)");
   cmd->add_option("--muon-momentum", o.sgd.muon_momentum,
                   "Muon's momentum (Nesterov as --nesterov says)")
