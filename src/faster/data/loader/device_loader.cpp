@@ -115,12 +115,11 @@ class DeviceLoader : public DeviceSideLoader {
     const bool pinned = options_.device.is_cuda();
     Plan p;
     p.epoch = epoch;
-    p.index = torch::from_blob(idx.data(), {padded}, torch::kLong).clone();
-    if (options_.shift_flip.active())
+    const auto index = torch::from_blob(idx.data(), {padded}, torch::kLong);  // idx's memory
+    p.index = pinned ? index.pin_memory() : index.clone();  // either way one copy, kept
+    if (options_.shift_flip.active()) {
       p.params = shift_flip_params(idx, options_.shift_flip, options_.sampler.seed, epoch);
-    if (pinned) {
-      p.index = p.index.pin_memory();
-      if (p.params.defined()) p.params = p.params.pin_memory();
+      if (pinned) p.params = p.params.pin_memory();
     }
     return p;
   }
