@@ -13,7 +13,13 @@ list(APPEND FASTER_TORCH_SOURCES
   src/faster/train/stepper.cpp
   src/faster/train/device_warm_up.cpp
   src/faster/train/ema.cpp
+  src/faster/train/data_plan.cpp
+  src/faster/train/job.cpp
   src/faster/train/trainer.cpp
+  src/faster/train/resume.cpp
+  src/faster/train/epoch.cpp
+  src/faster/train/report.cpp
+  src/faster/train/evaluate.cpp
   src/faster/train/checkpoint.cpp
   src/faster/train/state_dict_pickle.cpp
   src/faster/train/parallel/dist.cpp

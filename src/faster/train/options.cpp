@@ -171,15 +171,12 @@ void refuse_on_cpu(const std::string& device, const std::string& what, const std
   throw Error(what + " needs a CUDA device, and --device auto found none" + tail);
 }
 
-void validate(const TrainOptions& o) {
-  check_at_least("--epochs", o.epochs, 1);
-  check_range("--batch", o.batch, 1, data::kMaxBatch);
-  check_range("--workers", o.workers, 1, data::kMaxWorkers);
+namespace {
+
+// SGD's and Muon's values.
+void validate_optimizer(const TrainOptions& o) {
   if (!(o.sgd.lr > 0) || !std::isfinite(o.sgd.lr))
     FASTER_USAGE_ERROR("--lr must be a positive finite number (got ", o.sgd.lr, ")");
-  if (o.keep_checkpoints && o.checkpoint.empty())
-    FASTER_USAGE_ERROR(
-        "--keep-checkpoints needs --checkpoint FILE (the epochs' copies sit beside it)");
   if (!(o.sgd.momentum >= 0 && o.sgd.momentum < 1))
     FASTER_USAGE_ERROR("--momentum must be in [0, 1) (got ", o.sgd.momentum, ")");
   if (!(o.sgd.weight_decay >= 0) || !std::isfinite(o.sgd.weight_decay))
@@ -199,21 +196,20 @@ void validate(const TrainOptions& o) {
         "--muon-lr with speednet needs its stem frozen (--whiten --freeze-whitening, the "
         "speedrun recipes' default): Muon would reset the stem's scale, which no BatchNorm "
         "follows");
+}
+
+// The schedules, the model's shape, evaluation, the outputs, the step's modes.
+void validate_run(const TrainOptions& o) {
+  if (o.keep_checkpoints && o.checkpoint.empty())
+    FASTER_USAGE_ERROR(
+        "--keep-checkpoints needs --checkpoint FILE (the epochs' copies sit beside it)");
   check_at_least("--train-limit", o.train_limit, 0);
   check_at_least("--test-limit", o.test_limit, 0);
   if (!(o.label_smoothing >= 0 && o.label_smoothing < 1))
     FASTER_USAGE_ERROR("--label-smoothing must be in [0, 1) (got ", o.label_smoothing, ")");
   if (!(o.ema_decay == 0 || (o.ema_decay > 0 && o.ema_decay < 1)))
     FASTER_USAGE_ERROR("--ema must be in (0, 1) (got ", o.ema_decay, ")");
-  check_range("--cpu-share", o.cpu_share.value, 0, 1);
-  check_range("--nvjpeg-threads", o.nvjpeg_threads, 1, 64);
   check_at_least("--eval-every", o.eval_every, 1);
-  check_range("--translate", o.translate, 0, 16);
-  if (!(o.crop_scale_min > 0 && o.crop_scale_min <= 1))
-    FASTER_USAGE_ERROR("--crop-scale must be in (0, 1] (got ", o.crop_scale_min, ")");
-  if (o.val_res != 0) check_range("--val-res", o.val_res, 8, data::kMaxSide);
-  if (o.val_resize != 0)
-    check_range("--val-resize", o.val_resize, std::max(o.val_res, 8), 2 * data::kMaxSide);
   validate(o.schedule, o.epochs);
   validate(o.res, o.epochs);
   if (o.stem_dims > 0 && models::family(o.model) != models::Family::kSpeedNet)
@@ -226,14 +222,16 @@ void validate(const TrainOptions& o) {
   if (o.cudnn_benchmark_all_shapes && !o.cudnn_benchmark)
     FASTER_USAGE_ERROR("--cudnn-benchmark-all-shapes needs --cudnn-benchmark");
   check_at_least("--cudnn-benchmark-limit", o.cudnn_benchmark_limit, 0);
-  if (o.last_batch == data::LastBatch::kPad)
-    FASTER_USAGE_ERROR("--last-batch must be keep or drop (padding is for evaluation batches)");
   if (o.sync_bn && o.parallel != Parallel::kDdp)
     FASTER_USAGE_ERROR("--sync-bn needs --parallel ddp");
   if (o.sync_bn && o.norm != models::Norm::kBatch)
     FASTER_USAGE_ERROR("--sync-bn needs --norm batch");
   if (o.norm == models::Norm::kSync)
     FASTER_USAGE_ERROR("--norm must be batch or none (use --sync-bn)");
+}
+
+// DataParallel and DDP.
+void validate_parallel(const TrainOptions& o) {
   check_range("--bucket-mb", o.bucket_mb, 0.001, 4096);
   check_range("--dist-timeout", o.dist_timeout_s, 1, 86400);
   check_range("--gpus", o.gpus, 0, 1024);
@@ -241,6 +239,10 @@ void validate(const TrainOptions& o) {
     FASTER_USAGE_ERROR("--cuda-graph cannot capture DDP's all-reduce; drop it with --parallel ddp");
   if (o.parallel == Parallel::kDp && o.cuda_graph)
     FASTER_USAGE_ERROR("--cuda-graph cannot capture DataParallel's threads");
+}
+
+// What the device has: GPUs for DataParallel, and what a CPU cannot do.
+void validate_device(const TrainOptions& o) {
   const auto dev = resolve_device(o.device);
   if (o.parallel == Parallel::kDp) {
     if (!dev.is_cuda())
@@ -262,6 +264,17 @@ void validate(const TrainOptions& o) {
   }
   if (o.cuda_graph && !StepGraph::available())
     FASTER_THROW("--cuda-graph needs a CUDA build of faster");
+}
+
+}  // namespace
+
+void validate(const TrainOptions& o) {
+  check_at_least("--epochs", o.epochs, 1);
+  validate(static_cast<const DataOptions&>(o));
+  validate_optimizer(o);
+  validate_run(o);
+  validate_parallel(o);
+  validate_device(o);
 }
 
 namespace {

@@ -15,28 +15,16 @@
 #include "faster/data/sources/array_dataset.h"
 #include "faster/models/model.h"
 #include "faster/train/amp.h"
+#include "faster/train/data_options.h"
 #include "faster/train/schedule.h"
 #include "faster/train/sgd.h"
 
 namespace faster::train {
 
-// host = worker threads fill pinned batches that a side stream copies to the device (or nvJPEG
-// decodes there); device = a small dataset resident on the device, batches gathered there;
-// synthetic = one random batch at every step, no data read (the model alone, for measuring).
-enum class LoaderKind { kHost, kDevice, kSynthetic };
-inline constexpr EnumName<LoaderKind> kLoaderNames[] = {{"host", LoaderKind::kHost},
-                                                        {"device", LoaderKind::kDevice},
-                                                        {"synthetic", LoaderKind::kSynthetic}};
-
 // One process on one device; DataParallel (one process, several GPUs); DDP (a process per GPU).
 enum class Parallel { kNone, kDp, kDdp };
 inline constexpr EnumName<Parallel> kParallelNames[] = {
     {"none", Parallel::kNone}, {"dp", Parallel::kDp}, {"ddp", Parallel::kDdp}};
-
-// JPEG decoding for image datasets: auto = nvJPEG on a CUDA device, the CPU otherwise.
-enum class Decode { kAuto, kCpu, kNvjpeg };
-inline constexpr EnumName<Decode> kDecodeChoices[] = {
-    {"auto", Decode::kAuto}, {"cpu", Decode::kCpu}, {"nvjpeg", Decode::kNvjpeg}};
 
 // How host threads wait for the GPU (core/gpu_info.h).
 inline constexpr EnumName<GpuWait> kGpuWaitNames[] = {{"auto", GpuWait::kAuto},
@@ -58,14 +46,9 @@ inline bool is_speedrun(Recipe r) {
   return r == Recipe::kSpeedrun || r == Recipe::kSpeedrun95;
 }
 
-// Horizontal flips of small datasets as stored (training and test-time augmentation): auto (the
-// speedrun recipes') flips Fashion-MNIST and CIFAR-10 (a mirrored coat is a coat) but not MNIST's
-// digits or an unknown set.
-enum class Flip { kAuto, kOn, kOff };
-inline constexpr EnumName<Flip> kFlipNames[] = {
-    {"auto", Flip::kAuto}, {"on", Flip::kOn}, {"off", Flip::kOff}};
-
-struct TrainOptions {
+// A training run's options: the data's (DataOptions: batch, seed, resolutions, crops, decoder,
+// loader), then the model's, the optimizer's, the schedule's, the step's and the outputs'.
+struct TrainOptions : DataOptions {
   // Data: a small array dataset (idx / CIFAR-10 files), or a root holding train/ and val/ (each an
   // ImageFolder tree or an LMDB written by `faster pack`); val_data names the validation split
   // elsewhere.
@@ -74,7 +57,6 @@ struct TrainOptions {
   std::string model = "thinnet";
   std::string device = "auto";  // auto | cpu | cuda | cuda:N
   int epochs = 5;
-  int64_t batch = 512;  // per process
   SgdOptions sgd;
   // > 0: the peak learning rate is lr_per_256 * global batch / 256 (a recipe's rate when --lr is
   // not given), replacing sgd.lr.
@@ -84,35 +66,16 @@ struct TrainOptions {
   double ema_decay = 0;  // > 0: evaluate (and save) an exponential moving average of the weights
   std::vector<int> blocks{3, 3, 2};
   std::vector<int> filters{32, 64, 128};
-  uint64_t seed = 0;
 
-  // Image datasets (and arrays with a resolution): random-resized-crop side per epoch; 0 keeps
-  // arrays as stored.  Validation: shorter side to val_resize (0: val_res * 256 / 224), center
-  // crop val_res (0: the training resolution).
-  ResSchedule res{0};
-  int val_res = 0, val_resize = 0;
-  double crop_scale_min = 0.08;  // RandomResizedCrop scale=(crop_scale_min, 1)
-  Decode decode = Decode::kAuto;
-  // nvJPEG: the share of images the loader threads decode anyway, adapted while training (auto),
-  // with 4 threads feeding the decoder, one batch in flight each: on an H200 with 16 cores the
-  // fastest ResNet-18 from JPEG of the settings tried (BENCHMARKS.md).  `faster load` alone keeps
-  // a fixed share of none and 2 threads, where the engines alone were faster.
-  data::CpuShare cpu_share{data::kAutoShareStart, true};
-  int nvjpeg_threads = 4;
-  data::BadImagePolicy on_bad_image = data::BadImagePolicy::kSkip;
   int eval_every = 1;  // evaluate every N epochs (and after the last)
-  // Small datasets as stored, device loader: shift by up to `translate` pixels (zeros enter) and
-  // flip per `flip`; `tta`: evaluate the mean of the logits of each test image and its mirror
-  // image (where flips apply).  `whiten`: start the model's data-initialised layers from the
-  // training images (SpeedNet's stem); `freeze_whitening`: and keep them so (airbench's frozen
-  // whitening: no gradient for them, nor for anything before them).  `prewarm`: read the data in a
-  // thread while the device and its libraries start, and run each step shape once (graphs captured)
-  // before the first epoch.
-  int translate = 0;
-  Flip flip = Flip::kOff;
+  // `tta`: evaluate the mean of the logits of each test image and its mirror image (where flips
+  // apply).  `whiten`: start the model's data-initialised layers from the training images
+  // (SpeedNet's stem); `freeze_whitening`: and keep them so (airbench's frozen whitening: no
+  // gradient for them, nor for anything before them).  `prewarm`: read the data in a thread while
+  // the device and its libraries start, and run each step shape once (graphs captured) before the
+  // first epoch.
   bool tta = false;
-  bool tta_shifts = false;       // tta_logits' second level: also one-pixel shifts of each image
-  bool alternate_flips = false;  // ShiftFlipOptions::alternate
+  bool tta_shifts = false;  // tta_logits' second level: also one-pixel shifts of each image
   bool whiten = false;
   bool freeze_whitening = false;
   // SpeedNet: patch directions its stem keeps (models::ModelOptions); 0 all of them, and
@@ -132,10 +95,6 @@ struct TrainOptions {
   bool benchmarks_full_batch_only() const { return cudnn_benchmark && !cudnn_benchmark_all_shapes; }
   GpuWait gpu_wait = GpuWait::kAuto;
   Precision precision = Precision::kFloat32;  // --amp picks fp16 (with grad scaler) or bf16
-  bool channels_last = false;
-  LoaderKind loader = LoaderKind::kHost;
-  int workers = 4;
-  data::LastBatch last_batch = data::LastBatch::kKeep;  // training batches: keep or drop
   bool cuda_graph = false;
   int64_t train_limit = 0, test_limit = 0;  // 0 = whole split
   std::string log_dir;                      // metrics.jsonl and metrics.svg
