@@ -11,6 +11,8 @@ list(APPEND FASTER_CLI_BASE_SOURCES
 list(APPEND FASTER_CLI_TORCH_SOURCES
   src/faster/cli/main_torch.cpp
   src/faster/cli/cmd_train.cpp
+  src/faster/cli/train_flags.cpp
+  src/faster/cli/train_recipe.cpp
   src/faster/cli/cmd_eval.cpp
   src/faster/cli/cmd_bench.cpp
   src/faster/cli/cmd_load.cpp
