@@ -60,8 +60,8 @@ TEST(UsageErrors, TrainRangesAndCombinations) {
       {t + " --epochs 0", "--epochs must be at least 1 (got 0)"},
       {t + " --batch 0", "--batch must be between 1 and 1048576 (got 0)"},
       {t + " --batch 2000000", "--batch must be between 1 and 1048576"},
-      {t + " --workers 0", "--workers must be between 1 and 1024 (got 0)"},
-      {t + " --workers 5000", "--workers must be between 1 and 1024"},
+      {t + " --workers -1", "--workers must be between 0 and 1024 (got -1)"},
+      {t + " --workers 5000", "--workers must be between 0 and 1024"},
       {t + " --loader device --workers 2",
        "--workers sets the host loader's threads; --loader device gathers batches on the device "
        "with none"},
@@ -168,7 +168,7 @@ TEST(UsageErrors, LoadRangesBeforeTheDatasetIsRead) {
       {l + " --size 100000", "--size must be between 8 and 4096 (got 100000)"},
       {l + " --size 4", "--size must be between 8 and 4096"},
       {l + " --batch 0", "--batch must be between 1 and 1048576"},
-      {l + " --workers 0", "--workers must be between 1 and 1024"},
+      {l + " --workers -1", "--workers must be between 0 and 1024"},
       {l + " --val --val-size 4", "--val-size must be between 8 and 4096"},
       {l + " --val --val-resize 100", "--val-resize must be between 224 and 8192 (got 100)"},
       {l + " --val-resize 300", "--val-resize is the validation transform's: it needs --val"},
@@ -190,7 +190,7 @@ TEST(UsageErrors, EvalAndBenchRanges) {
   const std::string b = "bench --cpu --out " + (t / "bench").string();
   expect_usage_errors({
       {e + " --batch 0", "--batch must be between 1 and 1048576"},
-      {e + " --workers 0", "--workers must be between 1 and 1024"},
+      {e + " --workers -1", "--workers must be between 0 and 1024"},
       {e + " --val-res 4", "--val-res must be between 8 and 4096"},
       {e + " --val-resize 4", "--val-resize must be between 8 and 8192"},
       {e + " --val-res 0", "--val-res must be between 8 and 4096 (got 0)"},

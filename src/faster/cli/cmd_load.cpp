@@ -29,6 +29,9 @@ void apply(LoadFlags& f) {
   if (given("--batches")) check_range("--batches", f.bench.batches, 1, int64_t{1} << 40);
   if (given("--warmup")) check_range("--warmup", f.bench.warmup, 0, int64_t{1} << 40);
   check_at_least("--floor-images", f.bench.floor_samples, 0);
+  check_range("--workers", o.workers, 0, data::kMaxWorkers);
+  if (o.workers == 0)
+    o.workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   o.device = train::resolve_device(f.device);
   data::validate(o);  // before the dataset is listed
   // Flags that only mean something with another: refused rather than ignored.
@@ -67,14 +70,13 @@ void add_load(CLI::App& root, int& exit_code) {
   auto f = std::make_shared<LoadFlags>();
   f->cmd = cmd;
   auto& o = f->bench.loader;
-  o.workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  o.workers = 0;  // all cores
   cmd->add_option("DIR", f->bench.path,
                   "Dataset: an ImageNet-style folder (DIR/<class>/<image>.JPEG), a root holding "
                   "train/ and val/ (the split is picked by --val), or an LMDB written by "
                   "'faster pack'")
       ->required();
-  cmd->add_option("--workers", o.workers, "Decoding threads (default: all cores)")
-      ->capture_default_str();
+  cmd->add_option("--workers", o.workers, "Decoding threads (default 0: all cores)");
   cmd->add_option("--batch", o.batch, "Images per batch")->capture_default_str();
   auto* epochs =
       cmd->add_option("--epochs", f->bench.epochs, "Epochs to time")->capture_default_str();

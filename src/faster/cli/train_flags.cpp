@@ -174,8 +174,8 @@ void add_speed_flags(CLI::App* cmd, TrainFlags& f) {
                   "device on the CPU for a small dataset kept as stored")
       ->default_str("");
   cmd->add_option("--workers", o.workers,
-                  "Host loader threads (default: 4 for small datasets, all cores for JPEG "
-                  "data; --loader device uses none)");
+                  "Host loader threads (default 0: all cores for JPEG data, 4 for small "
+                  "datasets; --loader device uses none)");
   add_enum_option(cmd, "--last-batch", o.last_batch, kTrainLastBatch,
                   "Short last training batch of an epoch: keep (train on it) or drop (default: "
                   "the recipe's)")

@@ -197,8 +197,6 @@ void fill_pipeline(TrainFlags& f, const train::TrainOptions& r) {
   if (unset("--val-resize")) o.val_resize = r.val_resize;
   if (unset("--seed")) o.seed = r.seed;
   if (unset("--norm")) o.norm = r.norm;
-  if (unset("--workers"))
-    o.workers = arrays ? 4 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 // The model's shape, the average, evaluation, augmentation of small datasets, the loader and the

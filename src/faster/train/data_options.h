@@ -41,7 +41,12 @@ struct DataOptions {
   // crop val_res (0: the training resolution).
   ResSchedule res{0};
   int val_res = 0, val_resize = 0;
-  double crop_scale_min = 0.08;  // RandomResizedCrop scale=(crop_scale_min, 1)
+  // RandomResizedCrop's scale=(crop_scale_min, crop_scale_max) of the image's area and
+  // ratio=(crop_ratio_min, crop_ratio_max) of width to height: torchvision's defaults.
+  double crop_scale_min = data::RandomResizedCropOptions{}.scale_min;
+  double crop_scale_max = data::RandomResizedCropOptions{}.scale_max;
+  double crop_ratio_min = data::RandomResizedCropOptions{}.ratio_min;
+  double crop_ratio_max = data::RandomResizedCropOptions{}.ratio_max;
   Decode decode = Decode::kAuto;
   // nvJPEG: the share of images the loader threads decode anyway, adapted while training (auto),
   // with 4 threads feeding the decoder, one batch in flight each: on an H200 with 16 cores the
@@ -57,7 +62,9 @@ struct DataOptions {
   bool alternate_flips = false;
   bool channels_last = false;  // JPEG batches arrive NHWC, as a channels-last model takes them
   LoaderKind loader = LoaderKind::kHost;
-  int workers = 4;
+  // Loader threads; 0: the default, all cores for JPEG data and 4 for a small dataset (held in
+  // memory, a sample is a copy).
+  int workers = 0;
   data::LastBatch last_batch = data::LastBatch::kKeep;  // training batches: keep or drop
 };
 

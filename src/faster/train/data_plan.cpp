@@ -2,6 +2,8 @@
 #include "faster/train/data_plan.h"
 
 #include <algorithm>
+#include <cmath>
+#include <thread>
 
 #include "faster/core/error.h"
 #include "faster/core/log.h"
@@ -81,12 +83,20 @@ data::DecodeOn choose_decoder(const DataOptions& o, const TrainingData& d, int m
 
 void validate(const DataOptions& o) {
   check_range("--batch", o.batch, 1, data::kMaxBatch);
-  check_range("--workers", o.workers, 1, data::kMaxWorkers);
+  check_range("--workers", o.workers, 0, data::kMaxWorkers);
   check_range("--cpu-share", o.cpu_share.value, 0, 1);
   check_range("--nvjpeg-threads", o.nvjpeg_threads, 1, 64);
   check_range("--translate", o.translate, 0, 16);
+  check_res_side(o.res.res);
   if (!(o.crop_scale_min > 0 && o.crop_scale_min <= 1))
     FASTER_USAGE_ERROR("--crop-scale must be in (0, 1] (got ", o.crop_scale_min, ")");
+  if (!(o.crop_scale_max >= o.crop_scale_min && o.crop_scale_max <= 1))
+    FASTER_USAGE_ERROR("--crop-scale's largest crop must be in [", o.crop_scale_min, ", 1] (got ",
+                       o.crop_scale_max, ")");
+  if (!(o.crop_ratio_min > 0 && o.crop_ratio_max >= o.crop_ratio_min &&
+        std::isfinite(o.crop_ratio_max)))
+    FASTER_USAGE_ERROR("--crop-ratio must be two ratios 0 < A <= B (got ", o.crop_ratio_min, ", ",
+                       o.crop_ratio_max, ")");
   if (o.val_res != 0) check_range("--val-res", o.val_res, 8, data::kMaxSide);
   if (o.val_resize != 0)
     check_range("--val-resize", o.val_resize, std::max(o.val_res, 8), 2 * data::kMaxSide);
@@ -104,6 +114,9 @@ DataPlan plan_data(const DataOptions& o, const TrainingData& d, int model_channe
   plan.options = o;
   auto& p = plan.options;
   if (d.train) settle_training(p, d, w);
+  if (p.workers == 0)
+    p.workers =
+        d.arrays() ? 4 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   plan.as_stored_on_device = as_stored_on_device(p, d);
   plan.crops = !d.arrays() || p.res.res > 0;
   // The model's channels (a gray array repeated into RGB), NHWC batches for a channels-last model
@@ -136,6 +149,9 @@ data::LoaderOptions loader_options(const DataPlan& plan, const TrainingData& d,
   lo.output = data::OutputType::kUint8;
   lo.on_bad_image = o.on_bad_image;
   lo.rrc.scale_min = o.crop_scale_min;
+  lo.rrc.scale_max = o.crop_scale_max;
+  lo.rrc.ratio_min = o.crop_ratio_min;
+  lo.rrc.ratio_max = o.crop_ratio_max;
   lo.rrc.flip = o.flip == Flip::kOn;
   if (train) lo.shift_flip = {o.translate, o.flip == Flip::kOn, o.alternate_flips};
   const bool as_stored = d.arrays() && (train ? o.res.res == 0 : plan.val_res == 0);

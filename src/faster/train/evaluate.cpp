@@ -120,17 +120,20 @@ models::Model load_model(const EvalOptions& e, const Weights& w, const TrainingD
   return model;
 }
 
+// Eval's data flags as the loader plan takes them.
+DataOptions eval_data(const EvalOptions& e) {
+  DataOptions o;
+  o.batch = e.batch, o.workers = e.workers, o.decode = e.decode;
+  o.channels_last = e.channels_last, o.val_res = e.val_res, o.val_resize = e.val_resize;
+  return o;
+}
+
 // What the step reads when it only evaluates: the batch, precision and layout, the resolution (a
 // checkpoint's run's where none is given), test-time augmentation, the average.
 TrainOptions eval_options(const EvalOptions& e, const Weights& w, const TrainingData& d) {
   TrainOptions o;
-  o.batch = e.batch;
-  o.workers = e.workers;
+  static_cast<DataOptions&>(o) = eval_data(e);
   o.precision = e.precision;
-  o.channels_last = e.channels_last;
-  o.decode = e.decode;
-  o.val_res = e.val_res;
-  o.val_resize = e.val_resize;
   o.ema_decay = w.ema ? w.ema_decay : 0;
   if (!w.prefix.empty() && e.val_res == 0) {
     // A checkpoint knows the resolution it was tested at: its run's --val-res, else its --res.
@@ -169,10 +172,7 @@ void check_finite(models::Model& model, const EvalOptions& e, bool ema) {
 }  // namespace
 
 EvalReport evaluate(const EvalOptions& e) {
-  DataOptions given;  // the data flags' ranges, checked before anything is read
-  given.batch = e.batch, given.workers = e.workers;
-  given.val_res = e.val_res, given.val_resize = e.val_resize;
-  validate(given);
+  validate(eval_data(e));  // the data flags' ranges, before anything is read
   const auto device = resolve_device(e.device);
   if (device.is_cpu() && e.precision == Precision::kFloat16)
     refuse_on_cpu(e.device, "--precision fp16", "--precision bf16 runs on the CPU");

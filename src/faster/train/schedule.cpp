@@ -72,12 +72,22 @@ int max_res(const ResSchedule& s) {
   return std::max(s.res, s.end_res);
 }
 
+namespace {
+[[noreturn]] void bad_res_side(int res) {
+  FASTER_USAGE_ERROR("--res must be 0 (a small dataset as stored) or between 8 and 4096 (got ", res,
+                     ")");
+}
+}  // namespace
+
+void check_res_side(int res) {
+  if (res != 0 && (res < 8 || res > 4096)) bad_res_side(res);
+}
+
 void validate(const ResSchedule& s, int epochs) {
   check_range("--res-step", s.step, 1, 512);
   if (s.res == 0 && s.end_res == 0) return;  // as stored
-  if (s.res < 8 || s.res > 4096)
-    FASTER_USAGE_ERROR("--res must be 0 (a small dataset as stored) or between 8 and 4096 (got ",
-                       s.res, ")");
+  if (s.res == 0) bad_res_side(s.res);       // a ramp needs a side to start from
+  check_res_side(s.res);
   if (s.end_res == 0) return;
   check_range("--res-end", s.end_res, 8, 4096);
   if (s.ramp_start < 0 || s.ramp_end <= s.ramp_start || s.ramp_end >= epochs)

@@ -48,6 +48,8 @@ int res_at(const ResSchedule& s, int epoch);
 // The largest resolution of the run (buffers are sized for it).
 int max_res(const ResSchedule& s);
 void validate(const ResSchedule& s, int epochs);
+// --res: 0 (as stored) or a side from 8 to 4096.
+void check_res_side(int res);
 
 // Parses "A:B" (epochs, 0-based, inclusive) into a and b; throws naming `flag`.
 void parse_epoch_range(const std::string& text, const std::string& flag, int& a, int& b);

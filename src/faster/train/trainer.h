@@ -95,7 +95,7 @@ struct EvalOptions {
   std::string model;    // empty: inferred from the weights (ResNets)
   std::string device = "auto";
   int64_t batch = 256;
-  int workers = 4;
+  int workers = 0;                  // 0: all cores (4 for a small dataset)
   int val_res = 0, val_resize = 0;  // 0: 224 (JPEG) or as stored (arrays); resize = res*256/224
   Decode decode = Decode::kAuto;
   Precision precision = Precision::kFloat32;
