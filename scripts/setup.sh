@@ -3,14 +3,17 @@
 # and builds it into build/.  Usage: scripts/setup.sh [--tests]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# python3-torch, python3-dev and pybind11-dev: the Python module (import faster, with
+# PYTHONPATH=build/python), linked to the same LibTorch as Debian's torch.
 pkgs=(build-essential cmake ninja-build libtorch-dev libgloo-dev libjpeg-dev liblmdb-dev libcli11-dev
-      nlohmann-json3-dev libgtest-dev libgmock-dev dataset-fashion-mnist)
+      nlohmann-json3-dev libgtest-dev libgmock-dev dataset-fashion-mnist python3-torch python3-dev
+      pybind11-dev)
 tests=OFF
 if [ "${1:-}" = "--tests" ]; then
   tests=ON
-  # Test-only references: OpenCV (INTER_AREA resize quality), Python torch (reads --save output),
-  # torchvision (the ResNet reference).
-  pkgs+=(libopencv-dev python3-torch python3-torchvision python3-numpy)
+  # Test-only references: OpenCV (INTER_AREA resize quality), torchvision (the ResNet reference,
+  # ImageFolder and its transforms), pytest (the Python module's tests).
+  pkgs+=(libopencv-dev python3-torchvision python3-numpy python3-pytest)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

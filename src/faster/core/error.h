@@ -21,6 +21,13 @@ class Error : public std::runtime_error {
   std::string hint_;
 };
 
+// A file, folder or part of a dataset the user named that is not there: no such path, no class
+// folders, no images, a class without images.  (The Python module raises FileNotFoundError.)
+class NotFoundError : public Error {
+ public:
+  using Error::Error;
+};
+
 // What the command line alone gets wrong, whatever the machine and the data: a value outside its
 // range, a malformed value, flags that conflict or need each other.  Found before any work starts.
 class UsageError : public Error {
@@ -42,6 +49,8 @@ std::string concat(const Args&... args) {
 
 // A usage error: FASTER_USAGE_ERROR("--nproc needs --parallel ddp").
 #define FASTER_USAGE_ERROR(...) throw ::faster::UsageError(::faster::detail::concat(__VA_ARGS__))
+// Something named is not there: FASTER_NOT_FOUND("dataset ", path, " does not exist").
+#define FASTER_NOT_FOUND(...) throw ::faster::NotFoundError(::faster::detail::concat(__VA_ARGS__))
 
 // Internal invariants name file:line; user-facing validation uses FASTER_THROW with a plain
 // message.

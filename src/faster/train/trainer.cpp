@@ -352,7 +352,7 @@ void check_run_files(const TrainOptions& o) {
   if (!o.resume.empty()) check_resume_file(o.resume);
   std::error_code ec;
   if (!o.data.empty() && !fs::exists(o.data, ec))
-    FASTER_THROW("dataset ", o.data, " does not exist");  // as opening it says
+    FASTER_NOT_FOUND("dataset ", o.data, " does not exist");  // as opening it says
 }
 
 TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) {

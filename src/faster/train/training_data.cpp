@@ -37,7 +37,7 @@ void check_no_empty_class(const data::Source& train, const std::string& where,
   for (size_t c = 0; c < count.size(); ++c)
     if (count[c] == 0) empty.push_back(train.classes()[c]);
   if (!empty.empty())
-    throw Error(where + ": class " + join(empty) + " has no training images", hint);
+    throw NotFoundError(where + ": class " + join(empty) + " has no training images", hint);
 }
 
 // val's labels must mean train's classes: the same names in the same order.
@@ -91,9 +91,24 @@ std::vector<std::string> subfolders(const fs::path& dir) {
 
 std::shared_ptr<const data::Source> open_split(const std::string& path) {
   std::error_code ec;
-  if (!fs::exists(path, ec)) FASTER_THROW("dataset ", path, " does not exist");
+  if (!fs::exists(path, ec)) FASTER_NOT_FOUND("dataset ", path, " does not exist");
   if (data::is_lmdb_path(path)) return std::make_shared<data::LmdbSource>(path);
   return std::make_shared<data::FolderSource>(path, /*warn_empty=*/false);
+}
+
+TrainingData open_one_split(const std::string& path, bool train, std::string* note) {
+  TrainingData d;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) FASTER_NOT_FOUND("dataset ", path, " does not exist");
+  auto source = data::open_source(path, !train, note);
+  d.classes = source->classes();
+  if (train) {
+    check_no_empty_class(*source, path, "remove the empty class folder, or add its images");
+    d.train = std::move(source);
+  } else {
+    d.val = std::move(source);
+  }
+  return d;
 }
 
 TrainingData open_training_data(const std::string& data, const std::string& val_data,

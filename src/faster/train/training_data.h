@@ -31,6 +31,11 @@ struct TrainingData {
 TrainingData open_training_data(const std::string& data, const std::string& val_data,
                                 int64_t train_limit = 0, int64_t val_limit = 0);
 
+// One split for a loader of its own (the Python module): `path` is an ImageFolder tree, an LMDB,
+// or a root holding train/ and val/ (the split `train` names; `note` then says which).  A
+// training split's classes all have images.  Throws NotFoundError for what is not there.
+TrainingData open_one_split(const std::string& path, bool train, std::string* note = nullptr);
+
 // An ImageFolder tree or an LMDB written by `faster pack`, as a Source.
 std::shared_ptr<const data::Source> open_split(const std::string& path);
 

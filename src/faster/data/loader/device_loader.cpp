@@ -174,7 +174,8 @@ std::unique_ptr<Loader> make_synthetic_loader(const SyntheticData& data, const L
 }
 
 PixelNormalizer::PixelNormalizer(const Normalization& norm, int channels, Layout layout,
-                                 torch::Device device) {
+                                 torch::Device device, torch::ScalarType dtype)
+    : dtype_(dtype) {
   const auto shape = batch_shape(layout, 1, channels, 1, 1);
   const auto per_channel = [&](const float* v) {
     return torch::tensor(std::vector<float>(v, v + channels)).mul(255).view(shape).to(device);
@@ -184,7 +185,8 @@ PixelNormalizer::PixelNormalizer(const Normalization& norm, int channels, Layout
 }
 
 torch::Tensor PixelNormalizer::operator()(const torch::Tensor& pixels) const {
-  return pixels.to(torch::kFloat32).sub_(mean_).div_(std_);
+  auto x = pixels.to(torch::kFloat32).sub_(mean_).div_(std_);
+  return dtype_ == torch::kFloat32 ? x : x.to(dtype_);
 }
 
 }  // namespace faster::data

@@ -163,7 +163,8 @@ ImageLoader::ImageLoader(std::shared_ptr<const Source> source, LoaderOptions opt
   const bool normalize =
       options_.output == OutputType::kFloat ? gpu() : options_.normalize_on_device;
   if (options_.device.is_cuda() && normalize)
-    normalize_ = PixelNormalizer(options_.norm, channels_, options_.layout, options_.device);
+    normalize_ =
+        PixelNormalizer(options_.norm, channels_, options_.layout, options_.device, options_.dtype);
   if (as_stored)
     apply_size(height_, width_);
   else
@@ -564,10 +565,19 @@ std::optional<Batch> ImageLoader::next() {
   if (options_.cpu_share.adapt && gpu()) adapt_share_locked(b, threads_waited);
   Slot& slot = ring_[b % slots];
   const Timer waiting;
-  ready_cv_.wait(lock, [&] {
+  const auto ready = [&] {
     return stop_ || !error_.empty() ||
            (slot.batch == b && slot.filled == slot.expected && (!gpu() || staged(slot)));
-  });
+  };
+  if (wait_check_) {  // asked now and then while it waits, without the lock
+    while (!ready_cv_.wait_for(lock, std::chrono::milliseconds(50), ready)) {
+      lock.unlock();
+      wait_check_();
+      lock.lock();
+    }
+  } else {
+    ready_cv_.wait(lock, ready);
+  }
   wait_s_ += waiting.seconds();
   if (!error_.empty()) throw Error(error_);
   if (stop_) FASTER_THROW("image loader stopped");

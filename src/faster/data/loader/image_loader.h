@@ -16,6 +16,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -88,6 +89,10 @@ class ImageLoader : public Loader {
   // Train transform: the output side from the next start_epoch() on, up to options().max_size
   // (progressive resizing); the ring was sized for the largest.
   void set_size(int size);
+  // Called every 50 ms or so while next() waits for its batch, on next()'s thread, without the
+  // loader's lock: an exception it throws leaves next(), the batch still next in line (Ctrl-C in
+  // the Python module).
+  void set_wait_check(std::function<void()> check) { wait_check_ = std::move(check); }
   // The shape of one output image: channels, height, width.
   int channels() const { return channels_; }
   int height() const { return height_; }
@@ -171,6 +176,7 @@ class ImageLoader : public Loader {
   bool ring_waited_ = false;  // a worker found every sample the ring allows claimed
   int64_t skipped_at_epoch_start_ = 0;
   std::string error_;  // first fatal error (fail policy), rethrown by next()
+  std::function<void()> wait_check_;
 
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::thread> threads_;

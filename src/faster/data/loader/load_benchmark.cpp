@@ -79,6 +79,25 @@ std::vector<LoadReport::StageRow> LoadReport::stage_rows() const {
   return rows;
 }
 
+LoadReport loader_report(const ImageLoader& loader) {
+  LoadReport r;
+  const LoaderOptions& o = loader.options();
+  r.device = loader.describe_device();
+  r.workers = o.workers, r.batch = o.batch;
+  r.gpu_stages = o.decode == DecodeOn::kNvjpeg ? o.gpu_stages : 0;
+  r.transform = describe_transform(o, loader.normalizes_on_device());
+  r.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  r.stats = loader.stats();
+  r.cpu_share = {loader.cpu_share(), o.cpu_share.adapt};
+  r.images = r.stats.images, r.bytes = r.stats.bytes, r.skipped = r.stats.skipped;
+  const auto stages = r.stage_rows();
+  const LoadReport::StageRow* slowest = &stages[0];
+  for (const auto& s : stages)
+    if (s.rate > 0 && (slowest->rate <= 0 || s.rate < slowest->rate)) slowest = &s;
+  r.bottleneck = slowest->name;
+  return r;
+}
+
 LoadReport run_load_benchmark(const LoadBenchOptions& o) {
   LoadReport r;
   auto source = open_source(o.path, o.loader.transform == Transform::kVal, &r.split_note);
@@ -88,10 +107,6 @@ LoadReport run_load_benchmark(const LoadBenchOptions& o) {
   if (o.decode_only) return r;
 
   ImageLoader loader(source, o.loader);
-  r.device = loader.describe_device();
-  r.workers = o.loader.workers, r.batch = o.loader.batch;
-  r.gpu_stages = o.loader.decode == DecodeOn::kNvjpeg ? o.loader.gpu_stages : 0;
-  r.transform = describe_transform(o.loader, loader.normalizes_on_device());
   const int64_t per_epoch = loader.batches_per_epoch();
   const int64_t measured = o.batches > 0 ? o.batches : per_epoch * o.epochs;
   const int64_t warmup = o.warmup >= 0 ? o.warmup : std::min<int64_t>(5, per_epoch / 5);
@@ -116,24 +131,20 @@ LoadReport run_load_benchmark(const LoadBenchOptions& o) {
   loader.start_epoch(epoch, /*reset_stats=*/true);
   int64_t delivered = 0;
   r.batches = run_batches(loader, measured, epoch, o.progress ? &progress : nullptr, &delivered);
-  r.seconds = timer.seconds();
+  const double seconds = timer.seconds();
   if (o.progress) progress.finish();
-  r.stats = loader.stats();
-  r.cpu_share = {loader.cpu_share(), o.loader.cpu_share.adapt};
+  LoadReport timed = loader_report(loader);
+  timed.source = r.source, timed.split_note = r.split_note, timed.floor = r.floor;
+  timed.cache = r.cache;
+  timed.seconds = seconds;
+  timed.batches = r.batches;
   // The rate is of the images the batches delivered: a run of --batches that ends inside an epoch
   // leaves the threads' read-ahead decoded but not delivered (the stage rows count all of it).
-  r.images = delivered, r.skipped = r.stats.skipped;
-  r.bytes =
-      r.stats.images > delivered && r.stats.images > 0
-          ? static_cast<int64_t>(static_cast<double>(r.stats.bytes) * delivered / r.stats.images)
-          : r.stats.bytes;
-
-  const auto stages = r.stage_rows();
-  const LoadReport::StageRow* slowest = &stages[0];
-  for (const auto& s : stages)
-    if (s.rate > 0 && (slowest->rate <= 0 || s.rate < slowest->rate)) slowest = &s;
-  r.bottleneck = slowest->name;
-  return r;
+  timed.images = delivered;
+  if (timed.stats.images > delivered && timed.stats.images > 0)
+    timed.bytes = static_cast<int64_t>(static_cast<double>(timed.stats.bytes) * delivered /
+                                       timed.stats.images);
+  return timed;
 }
 
 void print_load_report(const LoadReport& r, bool decode_only) {

@@ -51,6 +51,10 @@ struct LoadReport {
 };
 
 LoadReport run_load_benchmark(const LoadBenchOptions& options);
+// What `loader` has done since it was made (or its counters were reset): its stages' times and
+// rates, the bottleneck, the images and bytes it loaded, the skipped ones (no timing of its own:
+// `seconds` stays 0).  The Python module's stats().
+LoadReport loader_report(const ImageLoader& loader);
 void print_load_report(const LoadReport& report, bool decode_only);
 nlohmann::json to_json(const LoadReport& report);
 

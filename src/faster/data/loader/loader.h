@@ -68,8 +68,10 @@ struct LoaderOptions {
   OutputType output = OutputType::kUint8;
   Layout layout = Layout::kNCHW;
   Normalization norm;
-  // uint8 batches on a CUDA device are normalized there (float, same layout) before next() returns.
+  // uint8 batches on a CUDA device are normalized there (same layout) before next() returns, as
+  // `dtype` (float32, float16 or bfloat16: computed in float32, then rounded once).
   bool normalize_on_device = true;
+  torch::ScalarType dtype = torch::kFloat32;
   BadImagePolicy on_bad_image = BadImagePolicy::kSkip;
   SamplerOptions sampler;
   LastBatch last_batch = LastBatch::kKeep;
@@ -92,20 +94,23 @@ struct Batch {
   int64_t epoch = 0, number = 0;
 };
 
-// uint8 pixels -> (x / 255 - mean) / std as float, on the device the constants were made for:
-// the one place this is written (the image loader on the device, the step for uint8 batches, the
-// images the data-initialised layers start from).  Empty (defined() false) until constructed.
+// uint8 pixels -> (x / 255 - mean) / std as float (or `dtype`), on the device the constants were
+// made for: the one place this is written (the image loader on the device, the step for uint8
+// batches, the images the data-initialised layers start from).  Empty (defined() false) until
+// constructed.
 class PixelNormalizer {
  public:
   PixelNormalizer() = default;
   // Constants for `channels` of `norm` in `layout`, on `device`.
-  PixelNormalizer(const Normalization& norm, int channels, Layout layout, torch::Device device);
+  PixelNormalizer(const Normalization& norm, int channels, Layout layout, torch::Device device,
+                  torch::ScalarType dtype = torch::kFloat32);
   bool defined() const { return mean_.defined(); }
   // A float copy of `pixels` (uint8, `layout`, on the device), normalized.
   torch::Tensor operator()(const torch::Tensor& pixels) const;
 
  private:
   torch::Tensor mean_, std_;  // 255 * mean and 255 * std, shaped to broadcast over a batch
+  torch::ScalarType dtype_ = torch::kFloat32;
 };
 
 class Loader {

@@ -210,7 +210,7 @@ bool is_small_dataset(const fs::path& dir) {
 }
 
 TrainTest load_small_dataset(const fs::path& dir) {
-  if (!fs::exists(dir)) FASTER_THROW("dataset ", dir.string(), " does not exist");
+  if (!fs::exists(dir)) FASTER_NOT_FOUND("dataset ", dir.string(), " does not exist");
   if (!fs::is_directory(dir)) FASTER_THROW(dir.string(), ": not a directory");
   TrainTest tt;
   const auto train_images = first_existing(dir, "train-images-idx3-ubyte");

@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 
 FolderSource::FolderSource(const fs::path& root, bool warn) : root_(root) {
   std::error_code ec;
-  if (!fs::exists(root, ec)) FASTER_THROW("dataset folder ", root.string(), " does not exist");
+  if (!fs::exists(root, ec)) FASTER_NOT_FOUND("dataset folder ", root.string(), " does not exist");
   if (!fs::is_directory(root, ec)) FASTER_THROW(root.string(), " is not a folder");
   // The root's own directories are the classes, a link to one entered already included (it stays
   // an empty class, so labels do not shift).
@@ -26,8 +26,8 @@ FolderSource::FolderSource(const fs::path& root, bool warn) : root_(root) {
   if (ec) FASTER_THROW("cannot list ", root.string(), ": ", ec.message());
   std::sort(classes_.begin(), classes_.end());
   if (classes_.empty())
-    throw Error("no class folders in " + root.string(),
-                "expected ImageNet-style " + root.string() + "/<class>/<image>.JPEG");
+    throw NotFoundError("no class folders in " + root.string(),
+                        "expected ImageNet-style " + root.string() + "/<class>/<image>.JPEG");
   // A dataset's root (train/ and val/ holding class folders) where one split is read would label
   // every image by its split: refused.
   const auto is_split_name = [](const std::string& c) {
@@ -78,8 +78,8 @@ FolderSource::FolderSource(const fs::path& root, bool warn) : root_(root) {
   for (auto& entry : tree.not_files)
     if (class_of(entry.path) >= 0) not_files_.push_back(std::move(entry));
   if (files_.empty())
-    FASTER_THROW("no .jpg/.jpeg images in the ", classes_.size(), " class folders of ",
-                 root.string());
+    FASTER_NOT_FOUND("no .jpg/.jpeg images in the ", classes_.size(), " class folders of ",
+                     root.string());
   if (warn) warn_about_left_out();
 }
 

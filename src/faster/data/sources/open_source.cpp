@@ -16,7 +16,7 @@ bool is_lmdb_path(const fs::path& path) {
 
 std::shared_ptr<const Source> open_source(const fs::path& path, bool val, std::string* note) {
   std::error_code ec;
-  if (!fs::exists(path, ec)) FASTER_THROW("dataset ", path.string(), " does not exist");
+  if (!fs::exists(path, ec)) FASTER_NOT_FOUND("dataset ", path.string(), " does not exist");
   if (is_lmdb_path(path)) return std::make_shared<LmdbSource>(path);
   // A root's split: a folder of class folders, or an LMDB ("a root may hold LMDBs").
   const fs::path split = path / (val ? "val" : "train");
