@@ -50,7 +50,7 @@ TEST(PythonLoader, SameBatchesAsTheTrainersLoaderForTheSameSeedAndEpoch) {
   const std::string script = R"(
 import sys, torch, faster
 root, out = sys.argv[1], sys.argv[2]
-kw = dict(res=32, seed=7, workers=2)
+kw = dict(res=32, seed=7, workers=2, device="cpu")
 raw = faster.ImageLoader(root + "/train", 16, normalize=False, **kw)
 norm = faster.ImageLoader(root + "/train", 16, **kw)
 raw.set_epoch(2); norm.set_epoch(2)

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# On the GPU machine, after `source .device-kit/prelude.sh`: the measurements of issue 37 (the
+# run as named steps: no regression against the code before it) and issue 35 (the Python
+# module), in phases, each skipped past END seconds from the start:
+#   build   build-cuda/ (this tree, with tests and the Python module) and /tmp/base/build-cuda/
+#           (BASE, a tarball of the code before the change: `git archive REV | gzip`)
+#   tests   the GPU tests, the Python module's GPU checks (scripts/device/python_gpu_check.py)
+#   steps   `faster train --recipe speedrun` for SEEDS seeds and ResNet-18 --fast from JPEG for
+#           RUNS rounds, this tree and BASE in turn (same machine, same call)
+#   python  scripts/train_torchvision.py (faster.ImageLoader) beside the peer ref_imagenet.py
+#           (DataLoader) and `faster train --fast`, ResNet-18 bf16 channels-last; ResNet-50
+#           --compile from JPEG beside the peer's compiled model alone; the loader alone in
+#           Python (scripts/bench_python_loader.py, 3 epochs, RSS) beside `faster load`
+# The JPEG tree: `faster synth` CLASSES x PER_CLASS (default 100 x 500 = 50,000) in ROOT.
+# Usage: [PHASES=..] [SEEDS=10] [RUNS=2] [END=570] issue35_37.sh KIT OUT
+#   KIT: .device-kit (fmnist/ idx files, peers/ the peer scripts, base.tar.gz)
+set -uo pipefail
+kit=$(realpath "$1") out=$(realpath -m "$2")
+PHASES=${PHASES:-build tests steps python}
+SEEDS=${SEEDS:-10} RUNS=${RUNS:-2} END=${END:-570}
+ROOT=${ROOT:-/tmp/faster-synth-50k} CLASSES=${CLASSES:-100} PER_CLASS=${PER_CLASS:-500}
+cd "$(dirname "$0")/../.." || exit 2
+repo=$(pwd)
+mkdir -p "$out"
+t0=$(date +%s)
+left() { echo $((END - ($(date +%s) - t0))); }
+phase() { [[ " $PHASES " == *" $1 "* ]] && [ "$(left)" -gt 20 ]; }
+export FASTER_PROGRESS=plain PYTHONUNBUFFERED=1 PYTHONPATH=$repo/build-cuda/python
+new=$repo/build-cuda/faster base=/tmp/base/build-cuda/faster
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+# Train images/s of a --json report's last epoch, and its final accuracy.
+rate() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); e=r['epochs'][-1]; \
+print('%.0f img/s, top-1 %s, %.2f s from process start' % (e['train_images']/e['train_seconds'], \
+r.get('final_test_accuracy'), r['process_seconds']))" "$1"; }
+
+if phase build; then
+  FASTER_TESTS=ON bash scripts/device/build.sh || exit 1
+  if [ ! -x "$base" ]; then
+    rm -rf /tmp/base && mkdir -p /tmp/base && tar xzf "$kit/base.tar.gz" -C /tmp/base
+    (cd /tmp/base && FASTER_TESTS=OFF TARGETS="faster faster-torch" bash scripts/device/build.sh) ||
+      exit 1
+  fi
+  ls build-cuda/python/faster/
+  echo "== built at $(($(date +%s) - t0)) s"
+fi
+
+if phase tests; then
+  FASTER_FASHION_MNIST=$kit/fmnist timeout 200 build-cuda/tests/faster_tests \
+    --gtest_filter='MaxPool*:Fused*:*Nvjpeg*:*Cuda*:*Graph*:NewtonSchulz*:FlatSgd*:Speedrun.OnAGpu*:PythonLoader*' \
+    2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED|Failure|Expected|Which is" | tail -20
+  timeout 200 python3 scripts/device/python_gpu_check.py 2>&1 | tail -20
+  echo "== tests at $(($(date +%s) - t0)) s"
+fi
+
+synth() {
+  [ -f "$ROOT/.done" ] && return
+  rm -rf "$ROOT"
+  $new synth --out "$ROOT" --classes "$CLASSES" --images "$PER_CLASS" --val 10 --seed 0 > /dev/null &&
+    touch "$ROOT/.done"
+}
+
+if phase steps; then
+  echo "== speedrun, $SEEDS seeds, base and this tree in turn"
+  for seed in $(seq 0 $((SEEDS - 1))); do
+    for which in base new; do
+      [ "$(left)" -gt 120 ] || break 2
+      bin=$base; [ $which = new ] && bin=$new
+      $bin train --recipe speedrun --data "$kit/fmnist" --seed "$seed" \
+        --json "$out/sr_${which}_$seed.json" > "$out/sr_${which}_$seed.log" 2>&1 &&
+        echo "speedrun $which seed $seed: $(rate "$out/sr_${which}_$seed.json")" ||
+        echo "speedrun $which seed $seed: FAILED $(tail -1 "$out/sr_${which}_$seed.log")"
+    done
+  done
+  synth
+  echo "== resnet18 --fast from $CLASSES x $PER_CLASS synth JPEGs, $RUNS rounds"
+  for r in $(seq 1 "$RUNS"); do
+    for which in base new; do
+      [ "$(left)" -gt 60 ] || break 2
+      bin=$base; [ $which = new ] && bin=$new
+      $bin train --data "$ROOT" --model resnet18 --fast --epochs 2 --eval-every 100 \
+        --json "$out/r18_${which}_$r.json" > "$out/r18_${which}_$r.log" 2>&1 &&
+        echo "resnet18 $which round $r: $(rate "$out/r18_${which}_$r.json")" ||
+        echo "resnet18 $which round $r: FAILED $(tail -1 "$out/r18_${which}_$r.log")"
+    done
+  done
+  echo "== steps at $(($(date +%s) - t0)) s"
+fi
+
+if phase python; then
+  synth
+  peer=$kit/peers/ref_imagenet.py
+  echo "== resnet18 bf16 channels-last from JPEG: faster.ImageLoader, the DataLoader peer, faster train"
+  for r in $(seq 1 "$RUNS"); do
+    [ "$(left)" -gt 200 ] || break
+    python3 scripts/train_torchvision.py "$ROOT" --arch resnet18 --amp --bf16 --channels-last \
+      --no-val > "$out/py18_$r.log" 2>&1; grep -E "RESULT|loader:" "$out/py18_$r.log" | sed "s/^/py r$r /"
+    timeout 120 python3 "$peer" "$ROOT" --arch resnet18 --amp --bf16 --channels-last --workers 16 \
+      --no-val > "$out/peer18_$r.log" 2>&1; grep RESULT "$out/peer18_$r.log" | sed "s/^/peer r$r /"
+    $new train --data "$ROOT" --model resnet18 --fast --amp-dtype bf16 --epochs 2 --eval-every 100 \
+      --json "$out/f18_$r.json" > "$out/f18_$r.log" 2>&1 && echo "faster r$r: $(rate "$out/f18_$r.json")"
+  done
+  echo "== the loader alone: Python (3 epochs, RSS) and faster load"
+  python3 scripts/bench_python_loader.py "$ROOT/train" --epochs 3 2>&1 | tail -4
+  $new load "$ROOT/train" --batch 256 --json "$out/load.json" 2>&1 | grep -E "result|bottleneck"
+  echo "== resnet50 --compile: faster.ImageLoader from JPEG, the peer's compiled model alone"
+  if [ "$(left)" -gt 150 ]; then
+    timeout $(($(left) - 60)) python3 scripts/train_torchvision.py "$ROOT" --arch resnet50 --amp \
+      --bf16 --channels-last --compile --epochs 2 --no-val > "$out/py50c.log" 2>&1
+    grep -E "^epoch|RESULT" "$out/py50c.log"
+  fi
+  if [ "$(left)" -gt 60 ]; then
+    timeout $(($(left) - 10)) python3 "$peer" "$ROOT" --arch resnet50 --amp --bf16 --channels-last \
+      --compile --loader synthetic --steps 200 --epochs 2 --no-val > "$out/peer50c.log" 2>&1
+    grep -E "^epoch|RESULT" "$out/peer50c.log"
+  fi
+  echo "== python at $(($(date +%s) - t0)) s"
+fi
+echo "== done at $(($(date +%s) - t0)) s"
