@@ -27,7 +27,9 @@ def check(name, ok, detail=""):
 
 
 def batches(**kw):
-    return [(x.cpu(), y.cpu()) for x, y in faster.ImageLoader(f"{root}/photos/train", 16, **kw)]
+    # clone(): a CPU batch is the loader's ring memory until the next one (cpu() is no copy there)
+    return [(x.cpu().clone(), y.cpu().clone())
+            for x, y in faster.ImageLoader(f"{root}/photos/train", 16, **kw)]
 
 
 kw = dict(res=160, seed=3, normalize=False)

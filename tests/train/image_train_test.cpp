@@ -529,27 +529,44 @@ TEST(ImageTrain, RefusesEmptyClassesAndMismatchedSplits) {
   EXPECT_EQ(r.output.find("epoch 1"), std::string::npos) << "trained before refusing: " << r.output;
 }
 
-// The EMA update is its formula: ema = decay * ema + (1 - decay) * w, buffers too; swap() puts the
-// average in the model and back.
-TEST(WeightEma, UpdateIsItsFormulaAndSwapRoundTrips) {
-  auto flat = torch::randn({10});
-  auto buffer = torch::randn({3});
+// The EMA's updates are their formula, computed here step by step: the first copies the model,
+// the k-th after it is ema = d_k * ema + (1 - d_k) * w with d_k = min(decay, (1 + k) / (10 + k)),
+// buffers too (integer ones copied); reset() copies the model and restarts the warm-up; swap() puts
+// the average in the model and back.
+TEST(WeightEma, UpdatesWarmUpFromACopyOfTheModel) {
+  auto flat = torch::randn({10}, torch::kDouble);
+  auto buffer = torch::randn({3}, torch::kDouble);
   auto count = torch::zeros({}, torch::kLong);
   WeightEma ema(flat, {buffer, count}, 0.75);
-  const auto ema0 = flat.clone(), buf0 = buffer.clone();
-  flat.copy_(torch::randn({10}));
-  buffer.copy_(torch::randn({3}));
-  count.fill_(7);
-  ema.update();
-  const auto s = ema.state();
-  EXPECT_TRUE(torch::allclose(s[0], 0.75 * ema0 + 0.25 * flat, 1e-6, 1e-6));
-  EXPECT_TRUE(torch::allclose(s[1], 0.75 * buf0 + 0.25 * buffer, 1e-6, 1e-6));
-  EXPECT_EQ(s[2].item<int64_t>(), 7);  // integer buffers are copied, not averaged
-  const auto live = flat.clone(), averaged = s[0].clone();
+  EXPECT_EQ(ema.decay_at(0), 0.0);
+  EXPECT_DOUBLE_EQ(ema.decay_at(1), 2.0 / 11);
+  EXPECT_DOUBLE_EQ(ema.decay_at(20), 21.0 / 30);
+  EXPECT_DOUBLE_EQ(ema.decay_at(1000), 0.75);  // capped at the decay asked for
+  torch::Tensor ref_flat, ref_buffer;
+  for (int k = 0; k < 25; ++k) {
+    flat.copy_(torch::randn({10}, torch::kDouble));
+    buffer.copy_(torch::randn({3}, torch::kDouble));
+    count.fill_(k);
+    const double d = k == 0 ? 0.0 : std::min(0.75, (1.0 + k) / (10.0 + k));
+    ref_flat = k == 0 ? flat.clone() : d * ref_flat + (1 - d) * flat;
+    ref_buffer = k == 0 ? buffer.clone() : d * ref_buffer + (1 - d) * buffer;
+    ema.update();
+    const auto s = ema.state();
+    ASSERT_TRUE(torch::allclose(s[0], ref_flat, 1e-12, 1e-12)) << "update " << k;
+    ASSERT_TRUE(torch::allclose(s[1], ref_buffer, 1e-12, 1e-12)) << "update " << k;
+    ASSERT_EQ(s[2].item<int64_t>(), k);  // integer buffers are copied, not averaged
+  }
+  EXPECT_EQ(ema.updates(), 25);
+  const auto live = flat.clone(), averaged = ema.state()[0].clone();
   ema.swap();
   EXPECT_TRUE(torch::equal(flat, averaged));
   ema.swap();
   EXPECT_TRUE(torch::equal(flat, live));
+  ema.reset();
+  EXPECT_TRUE(torch::equal(ema.state()[0], flat));
+  flat.add_(1);
+  ema.update();  // the warm-up's second update
+  EXPECT_TRUE(torch::allclose(ema.state()[0], 2.0 / 11 * live + 9.0 / 11 * flat, 1e-12, 1e-12));
 }
 
 }  // namespace

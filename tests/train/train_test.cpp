@@ -2,6 +2,7 @@
 // and --save writes a state_dict that loads back here and in Python's torch.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <optional>
@@ -62,6 +63,36 @@ TEST(Train, HostAndDeviceLoadersGiveTheSameRun) {
   drop.last_batch = data::LastBatch::kDrop;
   drop.epochs = 1;
   EXPECT_EQ(train(drop).epochs[0].train_images, 512);
+}
+
+// --ema gives a good model from its first epoch: the CPU recipe's ThinNet with --ema 0.99 for 2
+// epochs on 12,000 images once ended at 21 % (the average's BatchNorm variances still held their
+// initial 1.0); the average now scores within 3 points of the raw model (measured on 20,000
+// images: 83.44 % against 83.56 % on the test split).  The accuracy the run reports, the
+// checkpoint's and the --save file's in faster eval are the same number.
+TEST(Train, EmaIsAGoodModelAndEveryReadingOfItAgrees) {
+  REQUIRE_FASHION_MNIST();
+  test::TempDir dir;
+  const std::string run = "train --device cpu --recipe cpu --epochs 2 --train-limit 12000" +
+                          test::fashion_mnist_flag();
+  auto r = test::run_faster(run + " --json " + (dir / "raw.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = test::run_faster(run + " --ema 0.99 --json " + (dir / "ema.json").string() +
+                       " --checkpoint " + (dir / "c.ckpt").string() + " --save " +
+                       (dir / "w.pt").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto json = [&](const char* name) {
+    return nlohmann::json::parse(test::read_file(dir / name));
+  };
+  const double raw = json("raw.json")["final_test_accuracy"];
+  const double averaged = json("ema.json")["final_test_accuracy"];
+  EXPECT_GT(averaged, raw - 3.0) << "raw " << raw << " %, average " << averaged << " %";
+  for (const auto& weights : {dir / "c.ckpt", dir / "w.pt"}) {
+    r = test::run_faster("eval --device cpu --weights " + weights.string() +
+                         test::fashion_mnist_flag() + " --json " + (dir / "e.json").string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NEAR(json("e.json")["top1"].get<double>(), averaged, 1e-9) << weights;
+  }
 }
 
 TEST(Train, SaveWritesAStateDictThatLoadsHereAndInPython) {

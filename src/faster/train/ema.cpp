@@ -3,6 +3,8 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+
 #include "faster/core/error.h"
 
 namespace faster::train {
@@ -15,18 +17,30 @@ WeightEma::WeightEma(torch::Tensor flat_params, std::vector<torch::Tensor> buffe
   for (const auto& b : buffers_) ema_buffers_.push_back(b.detach().clone());
 }
 
+double WeightEma::decay_at(int64_t k) const {
+  if (k <= 0) return 0;
+  return std::min(decay_, (1.0 + static_cast<double>(k)) / (10.0 + static_cast<double>(k)));
+}
+
 void WeightEma::update() {
+  const double d = decay_at(updates_++);
+  if (d == 0) return copy();
   torch::NoGradGuard no_grad;
-  ema_flat_.lerp_(flat_, 1.0 - decay_);
+  ema_flat_.lerp_(flat_, 1.0 - d);
   for (size_t i = 0; i < buffers_.size(); ++i) {
     if (buffers_[i].is_floating_point())
-      ema_buffers_[i].lerp_(buffers_[i], 1.0 - decay_);
+      ema_buffers_[i].lerp_(buffers_[i], 1.0 - d);
     else
       ema_buffers_[i].copy_(buffers_[i]);
   }
 }
 
 void WeightEma::reset() {
+  copy();
+  updates_ = 1;
+}
+
+void WeightEma::copy() {
   torch::NoGradGuard no_grad;
   ema_flat_.copy_(flat_);
   for (size_t i = 0; i < buffers_.size(); ++i) ema_buffers_[i].copy_(buffers_[i]);

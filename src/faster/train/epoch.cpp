@@ -175,6 +175,7 @@ void EpochLoop::save(int epoch) {
     meta["stored_side"] = d_.train_arrays->height;  // (a square's: eval's crops are square)
   meta["epochs_done"] = epoch + 1;
   meta["step"] = step_;
+  if (run_.stepper->ema()) meta["ema_updates"] = run_.stepper->ema()->updates();
   meta["options"] = report_.options;
   // The run's history so far: a resumed run's report and chart go on from it.
   auto& history = meta["epochs"] = nlohmann::json::array();

@@ -81,6 +81,8 @@ int restore(const TrainOptions& o, const TrainingData& d, Run& run, TrainReport&
   if (stepper.ema()) flats.push_back(stepper.ema()->state()[0]);
   reorder_saved_flats(stepper.sgd(), o.channels_last,
                       meta.value("options", nlohmann::json::object()), flats);
+  // The average's warm-up goes on where it was (a checkpoint from before it was recorded: past it).
+  if (stepper.ema()) stepper.ema()->set_updates(meta.value("ema_updates", int64_t{1} << 40));
   const int start_epoch = meta.value("epochs_done", 0);
   if (const auto h = meta.find("epochs"); h != meta.end() && h->is_array())
     for (const auto& e : *h)

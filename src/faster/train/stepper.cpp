@@ -185,6 +185,7 @@ void Stepper::warm_up(const data::Batch& train, const data::Batch& eval,
     for (const auto& t : ema_->state()) state.push_back(t);
   std::vector<torch::Tensor> saved;
   for (const auto& t : state) saved.push_back(t.clone());
+  const int64_t ema_updates = ema_ ? ema_->updates() : 0;
   const int runs = o_.cuda_graph ? kEagerStepsBeforeCapture + 1 : 1;  // the last one captures
   {
     torch::AutoGradMode grad(true);
@@ -207,6 +208,7 @@ void Stepper::warm_up(const data::Batch& train, const data::Batch& eval,
   sgd_.flat_params().copy_(flat);
   sgd_.momentum().copy_(momentum);
   for (size_t i = 0; i < state.size(); ++i) state[i].copy_(saved[i]);
+  if (ema_) ema_->set_updates(ema_updates);
   start_epoch();
 }
 
