@@ -522,10 +522,11 @@ TEST(ImageTrain, RefusesEmptyClassesAndMismatchedSplits) {
   r = test::run_faster("train --data " + exported(200).string() + kResNet + " --loader device");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("--loader device"), std::string::npos) << r.output;
+  test::write_file(t / "file", "x");
   r = test::run_faster("train --data " + exported(200).string() + kResNet + " --save " +
-                       (t / "no" / "such" / "w.pt").string());
+                       (t / "file" / "w.pt").string());
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("does not exist"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("is a file, not a folder"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("epoch 1"), std::string::npos) << "trained before refusing: " << r.output;
 }
 

@@ -73,8 +73,8 @@ TEST(Train, HostAndDeviceLoadersGiveTheSameRun) {
 TEST(Train, EmaIsAGoodModelAndEveryReadingOfItAgrees) {
   REQUIRE_FASHION_MNIST();
   test::TempDir dir;
-  const std::string run = "train --device cpu --recipe cpu --epochs 2 --train-limit 12000" +
-                          test::fashion_mnist_flag();
+  const std::string run =
+      "train --device cpu --recipe cpu --epochs 2 --train-limit 12000" + test::fashion_mnist_flag();
   auto r = test::run_faster(run + " --json " + (dir / "raw.json").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = test::run_faster(run + " --ema 0.99 --json " + (dir / "ema.json").string() +

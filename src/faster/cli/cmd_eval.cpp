@@ -67,7 +67,7 @@ void add_eval(CLI::App& root, int& exit_code) {
   cmd->add_option("--json", f->json, "Also write the result as JSON to this file");
   cmd->callback([f, cmd, &exit_code] {
     if (!f->json.empty()) {
-      tools::check_output_file(f->json, "--json");
+      tools::prepare_output_file(f->json, "--json");
       if (resolved(f->json) == resolved(f->o.weights))
         FASTER_USAGE_ERROR("--json ", f->json, " is the --weights file: it would be overwritten");
     }

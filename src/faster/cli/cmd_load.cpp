@@ -116,7 +116,7 @@ void add_load(CLI::App& root, int& exit_code) {
   cmd->add_option("--json", f->json, "Also write the report as JSON to this file");
   cmd->callback([f, &exit_code] {
     apply(*f);
-    if (!f->json.empty()) tools::check_output_file(f->json, "--json");  // before the run
+    if (!f->json.empty()) tools::prepare_output_file(f->json, "--json");  // before the run
     const data::LoadReport report = data::run_load_benchmark(f->bench);
     data::print_load_report(report, f->bench.decode_only);
     if (!f->json.empty()) tools::write_file_atomic(f->json, data::to_json(report).dump(2) + "\n");

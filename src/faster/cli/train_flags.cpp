@@ -219,6 +219,10 @@ void add_output_flags(CLI::App* cmd, TrainFlags& f) {
                   "--recipe R takes R's settings instead.  From the run's latest checkpoint with "
                   "no output named, it writes the run's outputs (--checkpoint, --save, --json, "
                   "--log-dir) too");
+  cmd->add_flag("--overwrite", o.overwrite,
+                "Replace an existing --checkpoint, --save or --json file that is not this run's "
+                "own (another run's, a finished run's checkpoint, any other file): refused "
+                "before training otherwise");
   cmd->add_option("--json", o.json,
                   "Write the run's report (options, per-epoch metrics, time) as JSON");
   add_enum_option(cmd, "--norm", o.norm, kThinNetNorms,

@@ -178,14 +178,33 @@ void check_output_file(const std::filesystem::path& path, const std::string& fla
   check_writable_dir(parent, flag, path);
 }
 
-void check_output_dir(const std::filesystem::path& dir, const std::string& flag) {
-  // Made with its parents: the nearest folder that exists must take it.
+namespace {
+// `dir` can be made with its parents: the nearest of it and its parents that exists is a folder
+// that may be written.  Messages name `flag` and `named` (the path given).
+void check_creatable_dir(const std::filesystem::path& dir, const std::string& flag,
+                         const std::filesystem::path& named) {
   std::filesystem::path made = std::filesystem::absolute(dir);
   std::error_code ec;
   while (!std::filesystem::exists(made, ec) && made.has_relative_path()) made = made.parent_path();
   if (!std::filesystem::is_directory(made, ec))
-    FASTER_THROW(flag, " ", dir.string(), ": ", made.string(), " is a file, not a folder");
-  check_writable_dir(made, flag, dir);
+    FASTER_THROW(flag, " ", named.string(), ": ", made.string(), " is a file, not a folder");
+  check_writable_dir(made, flag, named);
+}
+}  // namespace
+
+void prepare_output_file(const std::filesystem::path& path, const std::string& flag) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    FASTER_THROW(flag, " ", path.string(), " is a folder; give a file name");
+  const auto parent = std::filesystem::absolute(path).parent_path();
+  check_creatable_dir(parent, flag, path);
+  std::filesystem::create_directories(parent, ec);
+  if (ec)
+    FASTER_THROW(flag, " ", path.string(), ": cannot make ", parent.string(), ": ", ec.message());
+}
+
+void check_output_dir(const std::filesystem::path& dir, const std::string& flag) {
+  check_creatable_dir(dir, flag, dir);
 }
 
 }  // namespace faster::tools

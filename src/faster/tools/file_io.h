@@ -41,6 +41,9 @@ void check_output_file(const std::filesystem::path& path, const std::string& fla
 // The same for a folder that is created with its parents when missing: the nearest of it and its
 // parents that exists is a folder that may be written.
 void check_output_dir(const std::filesystem::path& dir, const std::string& flag);
+// An output file's folder, made with its parents where missing (as an output folder is), after
+// the checks of check_output_dir; the path must not be a folder.  Train's and eval's outputs.
+void prepare_output_file(const std::filesystem::path& path, const std::string& flag);
 
 // Writes a tool's manifest (data::kTreeManifests) atomically with "complete": `complete`: false
 // before the run works on its tree, true once it has finished, so that a tree a run stopped in is

@@ -1,6 +1,7 @@
 // state_dict save/load through the pickle format that torch.load understands.
 #include "faster/train/checkpoint.h"
 
+#include <caffe2/serialize/in_memory_adapter.h>
 #include <caffe2/serialize/inline_container.h>
 #include <torch/serialize.h>
 #include <torch/torch.h>
@@ -30,18 +31,61 @@ torch::Tensor own(const torch::Tensor& t) {
   return t.detach().to(torch::kCPU).contiguous().clone();
 }
 
-void write_dict(const fs::path& path, const c10::Dict<std::string, torch::Tensor>& dict) {
-  const auto bytes = torch::pickle_save(dict);
+constexpr const char* kWeightsMeta = "faster.json";
+
+// pickle_save's archive with one more record, `name`: the others copied as they are, but for
+// those the writer makes itself when it ends.
+std::vector<char> with_record(const std::vector<char>& archive, const std::string& name,
+                              const std::string& text) {
+  namespace serialize = caffe2::serialize;
+  serialize::PyTorchStreamReader reader(
+      std::make_shared<serialize::MemoryReadAdapter>(archive.data(), archive.size()));
+  std::vector<char> out;
+  serialize::PyTorchStreamWriter writer([&out](const void* data, size_t size) {
+    const auto* bytes = static_cast<const char*>(data);
+    out.insert(out.end(), bytes, bytes + size);
+    return size;
+  });
+  for (const auto& record : reader.getAllRecords()) {
+    if (record == "version" || record == ".data/version" || record == ".data/serialization_id")
+      continue;
+    auto [data, size] = reader.getRecord(record);
+    writer.writeRecord(record, data.get(), size);
+  }
+  writer.writeRecord(name, text.data(), text.size());
+  writer.writeEndOfFile();
+  return out;
+}
+
+void write_dict(const fs::path& path, const c10::Dict<std::string, torch::Tensor>& dict,
+                const nlohmann::json& meta = nullptr) {
+  auto bytes = torch::pickle_save(dict);
+  if (!meta.is_null()) bytes = with_record(bytes, kWeightsMeta, meta.dump());
   tools::write_file_atomic(path, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), {},
                            /*durable=*/true);
 }
 
 }  // namespace
 
-void save_state_dict(const torch::nn::Module& module, const fs::path& path) {
+void save_state_dict(const torch::nn::Module& module, const fs::path& path,
+                     const nlohmann::json& meta) {
   c10::Dict<std::string, torch::Tensor> dict;
   for (const auto& [name, t] : named_state(module)) dict.insert(name, own(t));
-  write_dict(path, dict);
+  write_dict(path, dict, meta);
+}
+
+nlohmann::json read_weights_meta(const fs::path& path) {
+  try {
+    caffe2::serialize::PyTorchStreamReader zip(path.string());
+    if (!zip.hasRecord(kWeightsMeta)) return nullptr;
+    auto [data, size] = zip.getRecord(kWeightsMeta);
+    auto meta = nlohmann::json::parse(static_cast<const char*>(data.get()),
+                                      static_cast<const char*>(data.get()) + size, nullptr,
+                                      /*allow_exceptions=*/false);
+    return meta.is_object() ? meta : nlohmann::json(nullptr);
+  } catch (const c10::Error&) {
+    return nullptr;  // not a PyTorch archive
+  }
 }
 
 // The zip archive (torch.save's format since PyTorch 1.6): data.pkl and one record data/<key> per

@@ -14,7 +14,13 @@
 namespace faster::train {
 
 // Writes every parameter and buffer under its dotted name, atomically (temp file + rename).
-void save_state_dict(const torch::nn::Module& module, const std::filesystem::path& path);
+// `meta` (optional): what the file says of its weights (the model, its classes, the resolution
+// and normalization it was trained with, its run), as a record "faster.json" of the archive
+// beside the tensors: torch.load and load_state_dict(strict=True) do not see it.
+void save_state_dict(const torch::nn::Module& module, const std::filesystem::path& path,
+                     const nlohmann::json& meta = nullptr);
+// The "faster.json" record of an archive save_state_dict wrote with one; null for any other file.
+nlohmann::json read_weights_meta(const std::filesystem::path& path);
 // Copies a saved state_dict into `module`; names and shapes must match exactly.
 void load_state_dict(torch::nn::Module& module, const std::filesystem::path& path);
 // The tensors of a saved state_dict (either writer's), on the CPU, by name in the file's order.

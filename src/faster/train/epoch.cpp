@@ -167,16 +167,10 @@ EpochStats EpochLoop::record(int epoch, bool evaluated, const Trained& t, double
 
 void EpochLoop::save(int epoch) {
   if (!job_.is_main() || o_.checkpoint.empty()) return;
-  auto meta = run_.identity;
-  if (!d_.arrays()) meta["class_names"] = d_.classes;
-  // Trained on a small dataset as stored: the side eval scores its images at elsewhere (the tree
-  // `faster export` makes of it).
-  if (d_.arrays() && o_.res.res == 0 && d_.train_arrays->height == d_.train_arrays->width)
-    meta["stored_side"] = d_.train_arrays->height;  // (a square's: eval's crops are square)
+  auto meta = run_meta(o_, d_, run_, report_);
   meta["epochs_done"] = epoch + 1;
   meta["step"] = step_;
   if (run_.stepper->ema()) meta["ema_updates"] = run_.stepper->ema()->updates();
-  meta["options"] = report_.options;
   // The run's history so far: a resumed run's report and chart go on from it.
   auto& history = meta["epochs"] = nlohmann::json::array();
   for (const auto& e : report_.run_epochs()) history.push_back(e.to_json());
@@ -189,6 +183,18 @@ void EpochLoop::save(int epoch) {
     fs::create_hard_link(o_.checkpoint, kept, ec);
     if (ec) fs::copy_file(o_.checkpoint, kept, fs::copy_options::overwrite_existing);
   }
+}
+
+nlohmann::json run_meta(const TrainOptions& o, const TrainingData& d, const Run& run,
+                        const TrainReport& report) {
+  auto meta = run.identity;
+  if (!d.arrays()) meta["class_names"] = d.classes;
+  // Trained on a small dataset as stored: the side eval scores its images at elsewhere (the tree
+  // `faster export` makes of it).
+  if (d.arrays() && o.res.res == 0 && d.train_arrays->height == d.train_arrays->width)
+    meta["stored_side"] = d.train_arrays->height;  // (a square's: eval's crops are square)
+  meta["options"] = report.options;
+  return meta;
 }
 
 void EpochLoop::stop_if_interrupted(int epoch, const char* where) {

@@ -93,11 +93,14 @@ Weights read_weights(const EvalOptions& e, const TrainingData& d) {
   if (w.mo.classes != static_cast<int>(d.classes.size()))
     FASTER_THROW(e.weights, " classifies ", w.mo.classes, " classes, but ", d.val->describe(),
                  " has ", d.classes.size());
-  w.meta = w.prefix.empty() ? nlohmann::json::object() : checkpoint_meta(w.dict, e.weights);
+  // What a checkpoint, or weights faster saved, say of their run (nothing, from another program).
+  w.meta = w.prefix.empty() ? read_weights_meta(e.weights) : checkpoint_meta(w.dict, e.weights);
+  if (!w.meta.is_object()) w.meta = nlohmann::json::object();
   check_class_names(w.meta, d, e.weights);
   w.run = w.meta.value("options", nlohmann::json::object());
-  // The average of the weights (--ema) is what such a run tested, and is scored by default.
-  w.ema_decay = w.run.value("ema", 0.0);
+  // A checkpoint holds the average of the weights (--ema) beside them: what its run tested, and
+  // what is scored by default.  Saved weights already are what the run tested.
+  w.ema_decay = w.prefix.empty() ? 0.0 : w.run.value("ema", 0.0);
   w.ema = e.ema.value_or(w.ema_decay > 0);
   if (w.ema && !(w.ema_decay > 0 && w.ema_decay < 1 && w.dict.contains("ema.0")))
     throw Error(e.weights + " holds no average of weights (its run had no --ema)",
@@ -135,8 +138,9 @@ TrainOptions eval_options(const EvalOptions& e, const Weights& w, const Training
   static_cast<DataOptions&>(o) = eval_data(e);
   o.precision = e.precision;
   o.ema_decay = w.ema ? w.ema_decay : 0;
-  if (!w.prefix.empty() && e.val_res == 0) {
-    // A checkpoint knows the resolution it was tested at: its run's --val-res, else its --res.
+  if (!w.run.empty() && e.val_res == 0) {
+    // A checkpoint, or weights faster saved, know the resolution their run tested at: its
+    // --val-res, else its --res.
     const int val_res = w.run.value("val_res", 0), res = w.run.value("res", 0);
     o.val_res = val_res > 0 ? val_res : res;
     if (e.val_resize == 0) o.val_resize = w.run.value("val_resize", 0);
@@ -147,8 +151,8 @@ TrainOptions eval_options(const EvalOptions& e, const Weights& w, const Training
       if (e.val_resize == 0) o.val_resize = stored;
     }
   }
-  // Weights that record no resolution (a state_dict, an older checkpoint of a small dataset's
-  // run): JPEG data is scored at torchvision's 224 px, which a model trained at another one
+  // Weights that record no resolution (another program's state_dict, an older file of faster's):
+  // JPEG data is scored at torchvision's 224 px, which a model trained at another one
   // scores far below its accuracy.  Said once, before the pass.
   if (o.val_res == 0 && !d.arrays())
     log::warn(e.weights,

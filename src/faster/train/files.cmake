@@ -17,6 +17,7 @@ list(APPEND FASTER_TORCH_SOURCES
   src/faster/train/job.cpp
   src/faster/train/trainer.cpp
   src/faster/train/resume.cpp
+  src/faster/train/outputs.cpp
   src/faster/train/epoch.cpp
   src/faster/train/report.cpp
   src/faster/train/evaluate.cpp

@@ -106,6 +106,9 @@ struct TrainOptions : DataOptions {
   // The outputs are those the resumed checkpoint's run recorded (a bare resume of its latest
   // checkpoint): the run must then be that run (train refuses other settings).
   bool outputs_from_checkpoint = false;
+  // Replace an existing --checkpoint, --save or --json file of another run or a finished one
+  // (refused otherwise, before training: train/outputs.cpp).
+  bool overwrite = false;
   std::string mode_name = "custom";          // label for reports ("baseline", "fast", ...)
   Recipe recipe = Recipe::kSeed;             // the recipe that filled what was not given (reports)
   models::Norm norm = models::Norm::kBatch;  // ThinNet's normalization: batch or none

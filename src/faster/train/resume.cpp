@@ -20,15 +20,7 @@ namespace {
 void check_resumed_options(const nlohmann::json& saved, const nlohmann::json& now,
                            const std::string& checkpoint, bool its_outputs, bool speak) {
   if (!saved.is_object()) return;
-  std::string changed;
-  for (const char* key : kRunKeys) {
-    if (!saved.contains(key) || !now.contains(key) || saved[key] == now[key]) continue;
-    if (std::string(key) == "data" && saved[key].is_string() && now[key].is_string() &&
-        resolved(saved[key].get<std::string>()) == resolved(now[key].get<std::string>()))
-      continue;  // the same folder, however it is named
-    changed += std::string(changed.empty() ? "" : ", ") + key + " " + now[key].dump() + " (was " +
-               saved[key].dump() + ")";
-  }
+  std::string changed = changed_settings(saved, now);
   if (!changed.empty() && its_outputs)
     throw UsageError("--resume " + checkpoint + " with other settings (" + changed +
                      ") would write over its run's outputs: name --checkpoint, --save or --json "
@@ -44,6 +36,19 @@ void check_resumed_options(const nlohmann::json& saved, const nlohmann::json& no
 }
 
 }  // namespace
+
+std::string changed_settings(const nlohmann::json& saved, const nlohmann::json& now) {
+  std::string changed;
+  for (const char* key : kRunKeys) {
+    if (!saved.contains(key) || !now.contains(key) || saved[key] == now[key]) continue;
+    if (std::string(key) == "data" && saved[key].is_string() && now[key].is_string() &&
+        resolved(saved[key].get<std::string>()) == resolved(now[key].get<std::string>()))
+      continue;  // the same folder, however it is named
+    changed += std::string(changed.empty() ? "" : ", ") + key + " " + now[key].dump() + " (was " +
+               saved[key].dump() + ")";
+  }
+  return changed;
+}
 
 // Checkpoints of small datasets (their classes are indices) and older ones record no names.
 void check_class_names(const nlohmann::json& meta, const TrainingData& d,

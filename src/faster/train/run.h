@@ -99,6 +99,14 @@ void check_ranks_agree(Dist& dist, const nlohmann::json& options, int classes,
 // this rank warns).  Returns the epochs it had done (0 without --resume).
 int restore(const TrainOptions& o, const TrainingData& d, Run& run, TrainReport& report,
             bool speak);
+// --checkpoint, --save, --json: an existing file is replaced only where it is this run's own (the
+// checkpoint resumed, the weights or report of the same settings) or with o.overwrite; else
+// faster::Error says what the file holds and how to go on.  `now`: this run's options (JSON).
+void check_outputs(const TrainOptions& o, const nlohmann::json& now);
+
+// The settings of kRunKeys whose values in `now` (a run's options) differ from `saved`'s, as
+// "key new (was old), ..."; empty for the same run (its data however named, its epochs aside).
+std::string changed_settings(const nlohmann::json& saved, const nlohmann::json& now);
 // A checkpoint of a run on image folders (or LMDB) records its class names: resumed or scored on
 // folders named or ordered otherwise, its labels would mean other classes.  Throws naming `where`.
 void check_class_names(const nlohmann::json& meta, const TrainingData& d, const std::string& where);
@@ -107,6 +115,11 @@ void check_class_names(const nlohmann::json& meta, const TrainingData& d, const 
 // not) is reordered into this run's, in place.
 void reorder_saved_flats(const FlatSgd& sgd, bool channels_last, const nlohmann::json& saved,
                          const std::vector<torch::Tensor>& flats);
+
+// What a checkpoint and saved weights record of their run: its identity (model, classes,
+// channels), its class names (image folders), the side of a small dataset as stored, its options.
+nlohmann::json run_meta(const TrainOptions& o, const TrainingData& d, const Run& run,
+                        const TrainReport& report);
 
 // The network `mo` names, on `device`, its 4-d parameters channels-last when asked.
 models::Model build_model(const models::ModelOptions& mo, torch::Device device, bool channels_last);

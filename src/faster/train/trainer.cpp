@@ -188,13 +188,19 @@ Run build_model_step(const TrainOptions& o, const TrainingData& d, const DataPla
   return run;
 }
 
+// The run's options as its report, checkpoints and weights record them.
+nlohmann::json run_options(const TrainOptions& o, const Job& job) {
+  auto options = options_json(o);
+  options["world_size"] = job.world.world;
+  options["local_world_size"] = job.world.local_world;  // ranks on one machine
+  return options;
+}
+
 // What the report says of the run before its first epoch.
 TrainReport start_report(const TrainOptions& o, const TrainingData& d, const Job& job,
                          const Run& run) {
   TrainReport report;
-  report.options = options_json(o);
-  report.options["world_size"] = job.world.world;
-  report.options["local_world_size"] = job.world.local_world;  // ranks on one machine
+  report.options = run_options(o, job);
   report.model = o.model;
   report.data = d.train->describe();
   report.classes = run.mo.classes;
@@ -298,9 +304,10 @@ void finish_setup(const TrainOptions& o, Job& job, Run& run, Loaders& loaders, S
   setup.marks["steps_ready_s"] = process_seconds();
 }
 
-// The report's totals, the log's last event and --save (the weights that were evaluated).
-void finish(const TrainOptions& o, Run& run, TrainReport& report, const EpochLoop& epochs,
-            const Timer& total, MetricsLog& log) {
+// The report's totals, the log's last event and --save (the weights that were evaluated, with
+// what eval needs to score them as the run did: run_meta's record, the input's normalization).
+void finish(const TrainOptions& o, const TrainingData& d, Run& run, TrainReport& report,
+            const EpochLoop& epochs, const Timer& total, MetricsLog& log) {
   report.total_seconds = total.seconds();
   // The clock stops at the last test pass (its accuracy read back), not at the report's writing.
   report.process_seconds =
@@ -308,8 +315,16 @@ void finish(const TrainOptions& o, Run& run, TrainReport& report, const EpochLoo
   report.train_images_per_second = epochs.train_images_per_second();
   log.write({{"event", "done"}, {"result", report.to_json()}});
   if (o.save.empty() || !report.is_main) return;
+  auto meta = run_meta(o, d, run, report);
+  meta["format"] = "faster weights";
+  meta["average"] = run.stepper->ema() != nullptr;  // of the weights (--ema): what was tested
+  meta["epochs_done"] = report.run_epochs().empty() ? 0 : report.run_epochs().back().epoch;
+  const auto norm = models::input_normalization(o.model);
+  const int channels = run.mo.in_channels;
+  meta["mean"] = std::vector<float>(norm.mean, norm.mean + channels);
+  meta["std"] = std::vector<float>(norm.std, norm.std + channels);
   run.stepper->swap_ema();
-  save_state_dict(run.model.module(), o.save);
+  save_state_dict(run.model.module(), o.save, meta);
   run.stepper->swap_ema();
 }
 
@@ -346,8 +361,10 @@ void check_resume_file(const std::string& path) {
 
 void check_run_files(const TrainOptions& o) {
   // Output paths first: a run must not end by failing to write.
-  if (!o.save.empty()) tools::check_output_file(o.save, "--save");
-  if (!o.checkpoint.empty()) tools::check_output_file(o.checkpoint, "--checkpoint");
+  // (Their folders are made, with their parents, as --log-dir's is.)
+  if (!o.save.empty()) tools::prepare_output_file(o.save, "--save");
+  if (!o.checkpoint.empty()) tools::prepare_output_file(o.checkpoint, "--checkpoint");
+  if (!o.json.empty()) tools::prepare_output_file(o.json, "--json");
   if (!o.log_dir.empty()) tools::check_output_dir(o.log_dir, "--log-dir");
   if (!o.resume.empty()) check_resume_file(o.resume);
   std::error_code ec;
@@ -364,6 +381,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   const TrainingData d = open_data(o, job.device, setup);
   const DataPlan plan = plan_run_data(o, d, job);
   auto mo = model_options(o, d, plan, job);
+  if (job.is_main()) check_outputs(o, run_options(o, job));  // before any work
   Run run = build_model_step(o, d, plan, job, std::move(mo), setup);
   MetricsLog log(job.is_main() ? o.log_dir : std::string());
   TrainReport report = start_report(o, d, job, run);
@@ -384,7 +402,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
     epochs.run_epoch(epoch);
     if (callbacks.on_epoch && report.is_main) callbacks.on_epoch(report.epochs.back());
   }
-  finish(o, run, report, epochs, total, log);
+  finish(o, d, run, report, epochs, total, log);
   return report;
 }
 
