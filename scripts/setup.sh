@@ -5,9 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # python3-torch, python3-dev and pybind11-dev: the Python module (import faster, with
 # PYTHONPATH=build/python), linked to the same LibTorch as Debian's torch.
-pkgs=(build-essential cmake ninja-build libtorch-dev libgloo-dev libjpeg-dev liblmdb-dev libcli11-dev
-      nlohmann-json3-dev libgtest-dev libgmock-dev dataset-fashion-mnist python3-torch python3-dev
-      pybind11-dev)
+pkgs=(build-essential cmake ninja-build libtorch-dev libgloo-dev libjpeg-dev libspng-dev liblmdb-dev
+      libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev dataset-fashion-mnist python3-torch
+      python3-dev pybind11-dev)
 tests=OFF
 if [ "${1:-}" = "--tests" ]; then
   tests=ON

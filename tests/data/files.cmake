@@ -4,6 +4,7 @@ list(APPEND FASTER_BASE_TEST_SOURCES
   data/sampler_test.cpp
   data/cpu_share_test.cpp
   data/jpeg_decoder_test.cpp
+  data/png_codec_test.cpp
   data/jpeg_scan_test.cpp
   data/resample_test.cpp
   data/crop_params_test.cpp

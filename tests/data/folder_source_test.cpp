@@ -34,21 +34,22 @@ TEST(FolderSource, ClassesSortedLabelsAndExtensions) {
   touch(t / "apple/y.JpG");
   touch(t / "apple/deep/z.jpg");  // nested folders are walked, like torchvision's os.walk
   touch(t / "apple/notes.txt");   // other extensions are ignored
-  touch(t / "apple/pic.png");
+  touch(t / "apple/pic.PNG");     // PNG is read too
   touch(t / "stray.jpg");  // files directly under root are not samples
   FolderSource s(t.path());
   ASSERT_EQ(s.classes(), (std::vector<std::string>{"apple", "zebra"}));
-  ASSERT_EQ(s.size(), 5);
+  ASSERT_EQ(s.size(), 6);
   EXPECT_EQ(s.name(0), (t / "apple/deep/z.jpg").string());
-  EXPECT_EQ(s.name(3), (t / "zebra/a.JPEG").string());
-  EXPECT_EQ(s.label(2), 0);
-  EXPECT_EQ(s.label(4), 1);
+  EXPECT_EQ(s.name(1), (t / "apple/pic.PNG").string());
+  EXPECT_EQ(s.name(4), (t / "zebra/a.JPEG").string());
+  EXPECT_EQ(s.label(3), 0);
+  EXPECT_EQ(s.label(5), 1);
   Sample sample;
   test::write_file(t / "zebra/b.jpg", "hello");
-  s.get(4, sample);
+  s.get(5, sample);
   EXPECT_EQ(std::string(sample.bytes.begin(), sample.bytes.end()), "hello");
   EXPECT_EQ(sample.label, 1);
-  EXPECT_NE(s.describe().find("2 classes, 5 images"), std::string::npos);
+  EXPECT_NE(s.describe().find("2 classes, 6 images"), std::string::npos);
   EXPECT_GE(s.evict_page_cache(), 5);
 }
 
@@ -76,7 +77,16 @@ TEST(FolderSource, ErrorsNameTheProblem) {
   fs::create_directories(t / "empty/a");
   fs::create_directories(t / "empty/b");
   EXPECT_EQ(error_of(t / "empty"),
-            "no .jpg/.jpeg images in the 2 class folders of " + (t / "empty").string());
+            "no .jpg/.jpeg/.png images in the 2 class folders of " + (t / "empty").string());
+  // Images ImageFolder reads and faster does not: the tree is refused, naming the first and its
+  // format (left out, it would be another dataset than torchvision's).
+  touch(t / "mixed/a/1.jpg");
+  touch(t / "mixed/b/2.webp");
+  touch(t / "mixed/b/3.BMP");
+  EXPECT_EQ(error_of(t / "mixed"), (t / "mixed/b/2.webp").string() +
+                                       ": a WebP image, which faster does not read (JPEG and PNG); "
+                                       "2 such file(s) in " +
+                                       (t / "mixed").string());
 }
 
 // Unreadable files (tests run as root, so chmod cannot make one): a dangling symlink is listed and

@@ -150,6 +150,61 @@ TEST(ImageTrain, ResumeContinuesBitExactly) {
 // --save writes torchvision's names: torchvision.models.resnet18(num_classes=10) loads them with
 // strict=True; a state_dict torchvision saves back evaluates (faster eval) exactly like ours, and
 // both equal the training run's own last evaluation.
+// A tree of PNGs of every kind trains as its JPEG twin, bit for bit: the exported Fashion-MNIST
+// JPEGs rewritten by PIL as gray, RGB, palette (a grey ramp), RGBA (alpha dropped) and 16-bit gray
+// PNGs, one kind per class, hold the pixels faster decodes from the JPEGs, so the runs' losses and
+// accuracies are equal; `faster load` counts the PNGs.
+TEST(ImageTrain, APngTreeOfEveryKindTrainsAsItsJpegTwin) {
+  REQUIRE_FASHION_MNIST();
+  if (test::run_shell("/usr/bin/python3 -c 'import PIL' 2>/dev/null").exit_code != 0)
+    GTEST_SKIP() << "python3-pil not installed";
+  test::TempDir t;
+  const auto png = t / "png";
+  const std::string script = R"(
+import os, sys
+from PIL import Image
+src, dst = sys.argv[1], sys.argv[2]
+ramp = [v for i in range(256) for v in (i, i, i)]
+for split in ("train", "val"):
+    for k, c in enumerate(sorted(os.listdir(os.path.join(src, split)))):
+        os.makedirs(os.path.join(dst, split, c))
+        for f in os.listdir(os.path.join(src, split, c)):
+            im = Image.open(os.path.join(src, split, c, f)).convert("L")
+            mode = ["L", "RGB", "P", "RGBA", "I;16"][k % 5]
+            if mode == "P":
+                out = Image.frombytes("P", im.size, im.tobytes())
+                out.putpalette(ramp)
+            elif mode == "RGBA":
+                out = im.convert("RGBA")
+                out.putalpha(128)
+            elif mode == "I;16":
+                out = im.convert("I").convert("I;16")
+            else:
+                out = im.convert(mode)
+            out.save(os.path.join(dst, split, c, f[:-4] + ".png"))
+)";
+  test::write_file(t / "to_png.py", script);
+  auto r = test::run_shell("/usr/bin/python3 " + (t / "to_png.py").string() + " " +
+                           exported(200).string() + " " + png.string() + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto train = [&](const fs::path& data, const char* json) {
+    const auto run = test::run_faster("train --data " + data.string() + kResNet +
+                                      " --res 28 --epochs 2 --json " + (t / json).string());
+    EXPECT_EQ(run.exit_code, 0) << run.output;
+    return read_json(t / json);
+  };
+  const auto a = train(exported(200), "jpeg.json"), b = train(png, "png.json");
+  ASSERT_EQ(a["epochs"].size(), 2u);
+  for (size_t e = 0; e < 2; ++e) {
+    EXPECT_EQ(a["epochs"][e]["train_loss"], b["epochs"][e]["train_loss"]) << e;
+    EXPECT_EQ(a["epochs"][e]["test_accuracy"], b["epochs"][e]["test_accuracy"]) << e;
+  }
+  r = test::run_faster("load " + (png / "train").string() + " --device cpu --workers 2 --batch 50 " +
+                       "--size 28 --floor-images 0 --json " + (t / "load.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read_json(t / "load.json")["png_images"], 200) << r.output;
+}
+
 TEST(ImageTrain, TorchvisionLoadsTheSavedWeightsAndEvalReadsThemBack) {
   REQUIRE_FASHION_MNIST();
   test::TempDir t;

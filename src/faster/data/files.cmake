@@ -7,6 +7,7 @@ list(APPEND FASTER_BASE_SOURCES
   src/faster/data/decode/jpeg_decoder.cpp
   src/faster/data/decode/jpeg_scan.cpp
   src/faster/data/decode/jpeg_encoder.cpp
+  src/faster/data/decode/png_codec.cpp
   src/faster/data/decode/decode_floor.cpp
   src/faster/data/augment/resample.cpp
   src/faster/data/augment/crop_params.cpp

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "faster/core/error.h"
+
 namespace faster::tools {
 
 Size downscaled_size(int w, int h, int n) {
@@ -19,9 +21,29 @@ Size downscaled_size(int w, int h, int n) {
 
 Downscaler::Downscaler(data::JpegDecoderOptions decoder_options) : decoder_(decoder_options) {}
 
+DownscaleResult Downscaler::run_png(const uint8_t* data, size_t size, int max_size,
+                                    std::vector<uint8_t>& out) {
+  last_scale_ = 8;
+  const data::PngInfo info = png_decoder_.info(data, size);
+  source_ = {info.width, info.height};
+  const bool gray = info.color_type == 0 || info.color_type == 4;  // gray, with or without alpha
+  png_decoder_.decode(data, size, decoded_, gray);  // whole: damage shows here
+  const Size target = downscaled_size(info.width, info.height, max_size);
+  if (target.width == info.width && target.height == info.height) return DownscaleResult::kKeep;
+  resized_.reshape(target.width, target.height, decoded_.channels());
+  resampler_.resample(decoded_.view(), {0, 0, double(info.width), double(info.height)},
+                      resized_.mutable_view(), data::Filter::kArea);
+  png_encoder_.encode(resized_.view(), out);
+  return DownscaleResult::kDownscaled;
+}
+
 DownscaleResult Downscaler::run(const uint8_t* data, size_t size, int max_size,
                                 const data::JpegEncodeOptions& encode, std::vector<uint8_t>& out) {
+  if (data::is_png(data, size)) return run_png(data, size, max_size, out);
+  if (const auto format = data::unsupported_image_format(data, size); !format.empty())
+    FASTER_THROW("a ", format, " image: faster reads JPEG and PNG");
   const data::JpegInfo& info = decoder_.open(data, size);
+  source_ = {info.width, info.height};
   const Size target = downscaled_size(info.width, info.height, max_size);
   if (target.width == info.width && target.height == info.height) {
     // Validation only: at 1/8 scale the IDCT is a DC term, the entropy decoding is all there is.

@@ -1,7 +1,9 @@
 // The one downscaling step shared by `faster resize` and `faster pack --max-size`: decide from the
-// JPEG header whether an image is above the size limit, then decode at the coarsest DCT scale that
-// stays above the target, finish with the area filter (OpenCV INTER_AREA) and re-encode.
-// One Downscaler per worker thread: it owns a decoder, resampler, encoder and their buffers.
+// image's header whether it is above the size limit, then decode (a JPEG at the coarsest DCT
+// scale that stays above the target, a PNG whole), finish with the area filter (OpenCV
+// INTER_AREA) and re-encode in its own format: a JPEG at the quality asked, a PNG losslessly (as
+// RGB, or gray for a gray PNG), so a tree keeps its file names and formats.
+// One Downscaler per worker thread: it owns the decoders, resampler, encoders and their buffers.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +12,7 @@
 #include "faster/data/augment/resample.h"
 #include "faster/data/decode/jpeg_decoder.h"
 #include "faster/data/decode/jpeg_encoder.h"
+#include "faster/data/decode/png_codec.h"
 #include "faster/data/image.h"
 
 namespace faster::tools {
@@ -39,15 +42,21 @@ class Downscaler {
                       const data::JpegEncodeOptions& encode, std::vector<uint8_t>& out);
 
   // The source image's size, from the last run() that got past the header.
-  Size source_size() const { return {decoder_.info().width, decoder_.info().height}; }
+  Size source_size() const { return source_; }
   // The DCT scale (n/8) the last run() decoded at.
   int last_scale() const { return last_scale_; }
 
  private:
+  DownscaleResult run_png(const uint8_t* data, size_t size, int max_size,
+                          std::vector<uint8_t>& out);
+
   data::JpegDecoder decoder_;
+  data::PngDecoder png_decoder_;
   data::Resampler resampler_;
   data::JpegEncoder encoder_;
+  data::PngEncoder png_encoder_;
   data::ImageBuffer decoded_, resized_;
+  Size source_;
   int last_scale_ = 8;
 };
 

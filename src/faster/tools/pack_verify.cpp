@@ -10,6 +10,7 @@
 #include "faster/core/parallel.h"
 #include "faster/core/progress.h"
 #include "faster/data/decode/jpeg_decoder.h"
+#include "faster/data/decode/png_codec.h"
 #include "faster/data/sources/lmdb_check.h"
 #include "faster/data/sources/lmdb_env.h"
 #include "faster/data/sources/lmdb_format.h"
@@ -77,8 +78,14 @@ std::vector<Record> walk_records(const data::LmdbTxn& txn, const std::string& wh
   return records;
 }
 
-void check_record(const Record& rec, int64_t classes, data::JpegDecoder& decoder,
-                  data::ImageBuffer& image, Findings& f) {
+// A worker's decoders: a record is a JPEG or a PNG (packed from a tree of either).
+struct Decoders {
+  data::JpegDecoder jpeg;
+  data::PngDecoder png;
+};
+
+void check_record(const Record& rec, int64_t classes, Decoders& decoders, data::ImageBuffer& image,
+                  Findings& f) {
   const auto key = fmt::record_key(rec.index);
   const auto record = fmt::read_record(rec.value.mv_data, rec.value.mv_size);
   if (!record) return f.add(detail::concat("key ", key.view(), ": record too short"), true);
@@ -90,7 +97,10 @@ void check_record(const Record& rec, int64_t classes, data::JpegDecoder& decoder
                  true);
   try {
     // At 1/8 scale the decoder still reads every entropy-coded bit, which is where damage shows.
-    decoder.decode_all(record->data, record->size, image, 1, 1);
+    if (data::is_png(record->data, record->size))
+      decoders.png.decode(record->data, record->size, image);
+    else
+      decoders.jpeg.decode_all(record->data, record->size, image, 1, 1);
   } catch (const Error& e) {
     f.add(detail::concat("key ", key.view(), ": ", e.what()), true);
   }
@@ -164,7 +174,7 @@ VerifyReport verify_database(const fs::path& db, int workers, bool progress) {
   if (!meta || meta->count == r.records)
     check_label_order(records, r.classes, meta ? meta->class_counts : std::vector<int64_t>{}, f);
   workers = worker_count(workers, r.records);
-  std::vector<data::JpegDecoder> decoders(static_cast<size_t>(workers));
+  std::vector<Decoders> decoders(static_cast<size_t>(workers));
   std::vector<data::ImageBuffer> images(static_cast<size_t>(workers));
   std::optional<Progress> bar;
   if (progress) bar.emplace("verify", r.records, "img");

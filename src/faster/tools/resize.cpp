@@ -220,7 +220,7 @@ void validate(const ResizeOptions& o) {
     check_output_file(o.report, "--report");
   } else if (!o.report.empty() &&
              (fs::is_directory(o.report, ec) ||
-              data::has_jpeg_extension(o.report.filename().string()) ||
+              data::has_image_extension(o.report.filename().string()) ||
               fs::exists(o.src / resolved(o.report).lexically_relative(resolved(o.dst)), ec))) {
     FASTER_THROW("--report ", o.report.string(),
                  " would take the place of a mirrored image or folder: give it another name");
@@ -233,6 +233,7 @@ ResizeSummary resize_tree(const ResizeOptions& o) {
   validate(o);
   Timer timer;
   data::ImageTree tree = data::list_image_tree(o.src);
+  data::refuse_unread_images(o.src, tree.unread);
   leave_out_links_into(tree, o.src, o.dst);
   std::error_code ec;
   fs::create_directories(o.dst, ec);

@@ -72,7 +72,10 @@ data::DecodeOn choose_decoder(const DataOptions& o, const TrainingData& d, int m
     // nvJPEG unless the images are small: there its per-image cost outweighs it.
     const int64_t pixels = data::median_jpeg_pixels(d.train ? *d.train : *d.val);  // eval: val
     nvjpeg = pixels == 0 || pixels > kCpuDecodeMaxPixels;
-    if (!nvjpeg)
+    if (pixels < 0)
+      log::info("decode: on the CPU (--decode auto: the images are PNG, which nvJPEG does not "
+                "decode)");
+    else if (!nvjpeg)
       log::info("decode: libjpeg-turbo on the CPU (--decode auto: images of about ", pixels,
                 " pixels decode faster there than on the GPU; --decode nvjpeg overrides)");
   }

@@ -56,16 +56,22 @@ int64_t median_jpeg_pixels(const Source& source, int samples) {
   JpegDecoder decoder;
   Sample sample;
   std::vector<int64_t> pixels;
+  int64_t pngs = 0;
   const int64_t k = std::min<int64_t>(samples, n);
   for (int64_t i = 0; i < k; ++i) {
     const int64_t index = i * n / k;
     try {
       source.get(index, sample);
+      if (is_png(sample.bytes.data(), sample.bytes.size())) {
+        ++pngs;
+        continue;
+      }
       const JpegInfo& info = decoder.open(sample.bytes.data(), sample.bytes.size());
       pixels.push_back(int64_t{info.width} * info.height);
     } catch (const std::exception&) {  // a bad image says nothing about the others' size
     }
   }
+  if (pngs > static_cast<int64_t>(pixels.size())) return -1;  // mostly PNG: nothing for nvJPEG
   if (pixels.empty()) return 0;
   std::nth_element(pixels.begin(), pixels.begin() + pixels.size() / 2, pixels.end());
   return pixels[pixels.size() / 2];
@@ -90,8 +96,9 @@ void validate(const LoaderOptions& o) {
 }
 
 struct ImageLoader::Worker {
-  explicit Worker(const JpegDecoderOptions& o) : decoder(o) {}
+  explicit Worker(const JpegDecoderOptions& o) : decoder(o), png(o.max_pixels) {}
   JpegDecoder decoder;
+  PngDecoder png;
   Resampler resampler;
   ImageBuffer decoded, resized;
   Sample sample;
@@ -438,10 +445,17 @@ bool ImageLoader::load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slo
     const int64_t t0 = now_ns();
     if (!have_bytes) source_->get(index, w.sample);
     const int64_t t1 = now_ns();
-    const JpegInfo* info =
-        pixel_shape_ ? nullptr : &w.decoder.open(w.sample.bytes.data(), w.sample.bytes.size());
-    const int width = info ? info->width : pixel_shape_->width;
-    const int height = info ? info->height : pixel_shape_->height;
+    const uint8_t* bytes = w.sample.bytes.data();
+    const size_t size = w.sample.bytes.size();
+    // Encoded images are JPEG or PNG (by their signature, whatever their name says).
+    const bool png = !pixel_shape_ && is_png(bytes, size);
+    if (!pixel_shape_ && !png)
+      if (const auto format = unsupported_image_format(bytes, size); !format.empty())
+        FASTER_THROW("a ", format, " image: faster reads JPEG and PNG");
+    const JpegInfo* info = pixel_shape_ || png ? nullptr : &w.decoder.open(bytes, size);
+    const PngInfo png_info = png ? w.png.info(bytes, size) : PngInfo{};
+    const int width = info ? info->width : png ? png_info.width : pixel_shape_->width;
+    const int height = info ? info->height : png ? png_info.height : pixel_shape_->height;
     RegionF want{0, 0, double(width), double(height)};  // Transform::kNone: the whole image
     bool flip = false;
     if (options_.transform == Transform::kTrain) {
@@ -452,10 +466,10 @@ bool ImageLoader::load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slo
     } else if (options_.transform == Transform::kVal) {
       want = center_crop_region(width, height, options_.val_resize, options_.val_size);
     }
-    // The GPU takes only files of the plain layout (one well-formed scan, then the end marker):
-    // anything else, damaged files included, goes through libjpeg in either mode, so both modes
-    // deliver and skip the same images.
-    if (allow_gpu && info->one_scan && (info->components == 1 || info->components == 3) &&
+    // The GPU takes only JPEG files of the plain layout (one well-formed scan, then the end
+    // marker): anything else, damaged files and PNGs included, goes through the CPU in either
+    // mode, so both modes deliver and skip the same images.
+    if (allow_gpu && info && info->one_scan && (info->components == 1 || info->components == 3) &&
         !cpu_takes(w, want)) {
       // The GPU stage decodes it: keep the bytes (swapped, so both buffers keep their capacity).
       GpuJpeg& job = slot.gpu[position];
@@ -480,6 +494,11 @@ bool ImageLoader::load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slo
                 want.width * k, want.height * k};
       image = w.decoded.view();
       pixels_ += int64_t{w.decoded.width()} * w.decoded.height();
+    } else if (png) {  // whole (no DCT scaling): `want` is in its own pixels
+      w.png.decode(bytes, size, w.decoded, options_.decoder.gray);
+      image = w.decoded.view();
+      pixels_ += int64_t{width} * height;
+      ++png_images_;
     } else {
       const int c = pixel_shape_->channels;
       image = {w.sample.bytes.data(), width, height, c, static_cast<size_t>(width) * c};
@@ -642,6 +661,7 @@ LoaderStats ImageLoader::stats() const {
   s.gpu_parse_s = gpu_parse_ns_ * 1e-9, s.gpu_call_s = gpu_call_ns_ * 1e-9;
   s.gpu_wait_s = gpu_wait_ns_ * 1e-9;
   s.images = images_, s.bytes = bytes_, s.skipped = skipped_, s.decoded_pixels = pixels_;
+  s.png_images = png_images_;
   s.skipped_names = skipped_names_;
   return s;
 }
@@ -652,7 +672,7 @@ void ImageLoader::reset_stats() {
 }
 
 void ImageLoader::reset_stats_locked() {
-  read_ns_ = decode_ns_ = augment_ns_ = bytes_ = images_ = skipped_ = pixels_ = 0;
+  read_ns_ = decode_ns_ = augment_ns_ = bytes_ = images_ = skipped_ = pixels_ = png_images_ = 0;
   skipped_at_epoch_start_ = 0;  // the epoch's count then starts at the reset
   gpu_ns_ = gpu_images_ = gpu_parse_ns_ = gpu_call_ns_ = gpu_wait_ns_ = 0;
   copy_s_ = wait_s_ = 0;

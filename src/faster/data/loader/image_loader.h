@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "faster/data/decode/nvjpeg_decoder.h"
+#include "faster/data/decode/png_codec.h"
 #include "faster/data/loader/device_copy.h"
 #include "faster/data/loader/loader.h"
 #include "faster/data/sources/source.h"
@@ -36,8 +37,9 @@ namespace faster::data {
 void validate(const LoaderOptions& o);
 
 // The median pixel count (width x height) of up to `samples` JPEGs spread evenly over `source`,
-// from their headers; 0 when the source holds raw pixels or none of them opens.  What
-// `--decode auto` looks at: nvJPEG's fixed cost per image outweighs its speed on small images.
+// from their headers; 0 when the source holds raw pixels or none of them opens, -1 when most of
+// them are PNG files.  What `--decode auto` looks at: nvJPEG's fixed cost per image outweighs its
+// speed on small images, and it decodes no PNG.
 int64_t median_jpeg_pixels(const Source& source, int samples = 15);
 
 // Cumulative per-stage time, summed over worker threads (read, decode, augment) or spent by the
@@ -53,6 +55,7 @@ struct LoaderStats {
   // skipped: bad images met at their own place in the epoch's order (each once per epoch), not
   // counting bad images tried again as replacements.
   int64_t images = 0, bytes = 0, skipped = 0, decoded_pixels = 0;
+  int64_t png_images = 0;  // of `images`: PNG files (decoded on the CPU, with nvJPEG too)
   std::vector<std::string> skipped_names;  // first few, with the reason
 };
 
@@ -184,7 +187,7 @@ class ImageLoader : public Loader {
   std::vector<std::thread> stage_threads_;
   std::condition_variable stage_cv_;
   std::atomic<int64_t> read_ns_{0}, decode_ns_{0}, augment_ns_{0}, bytes_{0}, images_{0},
-      skipped_{0}, pixels_{0}, gpu_ns_{0}, gpu_images_{0}, gpu_parse_ns_{0}, gpu_call_ns_{0},
+      skipped_{0}, pixels_{0}, png_images_{0}, gpu_ns_{0}, gpu_images_{0}, gpu_parse_ns_{0}, gpu_call_ns_{0},
       gpu_wait_ns_{0};
   double copy_s_ = 0, wait_s_ = 0;
   std::vector<std::string> skipped_names_;

@@ -180,6 +180,8 @@ void print_load_report(const LoadReport& r, bool decode_only) {
         100 * s.gpu_parse_s / s.gpu_s, 100 * s.gpu_call_s / s.gpu_s, 100 * s.gpu_wait_s / s.gpu_s);
   std::printf("waiting for workers: %.2f s of %.2f s; bottleneck: %s\n", s.wait_s, r.seconds,
               r.bottleneck.c_str());
+  if (s.png_images > 0)
+    std::printf("PNG images: %lld (decoded on the CPU)\n", static_cast<long long>(s.png_images));
   std::printf("bad images skipped: %lld\n", static_cast<long long>(r.skipped));
   for (const auto& name : s.skipped_names) std::printf("  skipped %s\n", name.c_str());
 }
@@ -211,6 +213,7 @@ nlohmann::json to_json(const LoadReport& r) {
             {"gpu_call", s.gpu_call_s},
             {"gpu_wait", s.gpu_wait_s}}},
           {"gpu_images", s.gpu_images},
+          {"png_images", s.png_images},
           {"gpu_stages", r.gpu_stages},
           {"cpu_share", r.cpu_share.value},
           {"cpu_share_auto", r.cpu_share.adapt},

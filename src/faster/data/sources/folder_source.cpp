@@ -77,8 +77,12 @@ FolderSource::FolderSource(const fs::path& root, bool warn) : root_(root) {
     if (per_class[c] == 0) empty_classes_.push_back(classes_[c]);
   for (auto& entry : tree.not_files)
     if (class_of(entry.path) >= 0) not_files_.push_back(std::move(entry));
+  std::vector<std::string> unread;
+  for (const auto& rel : tree.unread)
+    if (class_of(rel) >= 0) unread.push_back(rel);
+  refuse_unread_images(root, unread);
   if (files_.empty())
-    FASTER_NOT_FOUND("no .jpg/.jpeg images in the ", classes_.size(), " class folders of ",
+    FASTER_NOT_FOUND("no .jpg/.jpeg/.png images in the ", classes_.size(), " class folders of ",
                      root.string());
   if (warn) warn_about_left_out();
 }

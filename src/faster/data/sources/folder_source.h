@@ -1,6 +1,8 @@
 // A folder in torchvision's ImageFolder convention: root/<class>/**/<image>.jpg, classes sorted by
-// name, label = class index.  Only JPEG extensions are listed (.jpg, .jpeg, any case): faster
-// decodes JPEG only, and other files are ignored like torchvision ignores unknown extensions.
+// name, label = class index.  JPEG and PNG files are listed (.jpg, .jpeg, .png, any case); other
+// files are ignored like torchvision ignores unknown extensions, but for the images ImageFolder
+// reads and faster does not (BMP, WebP, TIFF, PPM/PGM), which refuse the tree: left out, they
+// would give another dataset than torchvision's.
 // The tree is read by list_image_tree() (image_tree.h), like `resize` reads it: symlinks followed,
 // each directory entered once, and only regular files taken as images.
 #pragma once
@@ -17,7 +19,7 @@ namespace faster::data {
 class FolderSource : public Source {
  public:
   // Scans `root`.  Throws faster::Error when root is missing or not a folder, has no class folders,
-  // or has no images at all.  An empty class folder is kept (its label stays reserved, so labels
+  // holds images of a format faster does not read (naming the first), or has no images at all.  An empty class folder is kept (its label stays reserved, so labels
   // agree with a val/ tree that has it) and reported by empty_classes(): torchvision refuses such
   // a tree, but one empty folder should not stop a benchmark.  Entries named like images that are
   // not files (FIFOs, sockets, devices) are left out and reported by not_files().  With `warn`,

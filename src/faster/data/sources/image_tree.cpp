@@ -64,13 +64,42 @@ std::vector<DirEntry> read_directory(const fs::path& dir) {
 
 }  // namespace
 
-bool has_jpeg_extension(const std::string& name) {
+namespace {
+std::string lower_extension(const std::string& name) {
   const auto dot = name.rfind('.');
-  if (dot == std::string::npos) return false;
+  if (dot == std::string::npos) return "";
   std::string ext = name.substr(dot + 1);
   std::transform(ext.begin(), ext.end(), ext.begin(),
                  [](unsigned char c) { return std::tolower(c); });
+  return ext;
+}
+}  // namespace
+
+bool has_jpeg_extension(const std::string& name) {
+  const std::string ext = lower_extension(name);
   return ext == "jpg" || ext == "jpeg";
+}
+
+bool has_image_extension(const std::string& name) {
+  return has_jpeg_extension(name) || lower_extension(name) == "png";
+}
+
+std::string unread_image_format(const std::string& name) {
+  const std::string ext = lower_extension(name);
+  if (ext == "bmp") return "BMP";
+  if (ext == "webp") return "WebP";
+  if (ext == "tif" || ext == "tiff") return "TIFF";
+  if (ext == "ppm" || ext == "pgm") return "PPM/PGM";
+  return "";
+}
+
+void refuse_unread_images(const fs::path& root, const std::vector<std::string>& unread) {
+  if (unread.empty()) return;
+  throw Error((root / unread.front()).string() + ": a " + unread_image_format(unread.front()) +
+                  " image, which faster does not read (JPEG and PNG); " +
+                  std::to_string(unread.size()) + " such file(s) in " + root.string(),
+              "convert them to PNG or JPEG (ImageMagick: mogrify -format png *.bmp), or move "
+              "them out of the tree");
 }
 
 void check_tree_finished(const fs::path& dir) {
@@ -121,7 +150,7 @@ ImageTree list_image_tree(const fs::path& root) {
     for (const DirEntry& e : read_directory(dir.empty() ? root : root / dir)) {
       const std::string rel = dir.empty() ? e.name : dir + "/" + e.name;
       const std::string path = (root / rel).string();
-      const bool image_name = has_jpeg_extension(e.name);
+      const bool image_name = has_image_extension(e.name);
       mode_t mode = DTTOIF(e.type);
       bool link = e.type == DT_LNK;
       if (e.type == DT_UNKNOWN) {  // the file system does not say: ask
@@ -146,7 +175,10 @@ ImageTree list_image_tree(const fs::path& root) {
         else
           enter(rel, pending);
       } else if (!image_name) {
-        ++tree.ignored;
+        if (S_ISREG(mode) && !unread_image_format(e.name).empty())
+          tree.unread.push_back(rel);
+        else
+          ++tree.ignored;
       } else if (S_ISREG(mode)) {
         tree.images.push_back(rel);
       } else {
@@ -157,6 +189,7 @@ ImageTree list_image_tree(const fs::path& root) {
   // Sorted paths put every directory after its parent, so creating them in order works.
   std::sort(tree.dirs.begin(), tree.dirs.end());
   std::sort(tree.images.begin(), tree.images.end());
+  std::sort(tree.unread.begin(), tree.unread.end());
   std::sort(tree.not_files.begin(), tree.not_files.end(),
             [](const auto& a, const auto& b) { return a.path < b.path; });
   return tree;

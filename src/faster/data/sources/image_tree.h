@@ -14,6 +14,12 @@
 
 namespace faster::data {
 
+// Refuses a tree holding images of a format faster does not read (`unread`, relative to `root`):
+// left out, the tree would be another dataset than the one torchvision's ImageFolder reads there.
+// Throws faster::Error naming the first and the format.  Nothing for an empty list.
+void refuse_unread_images(const std::filesystem::path& root,
+                          const std::vector<std::string>& unread);
+
 // The manifests the tools that write trees leave in them (resize, export, synth).  Each says
 // "complete": false while its run works and true once it has finished.
 inline constexpr const char* kTreeManifests[] = {".faster-resize.json", ".faster-export.json",
@@ -25,6 +31,11 @@ void check_tree_finished(const std::filesystem::path& dir);
 
 // .jpg / .jpeg in any case (ImageNet's files end in .JPEG).
 bool has_jpeg_extension(const std::string& filename);
+// The names faster reads as images: JPEG's and .png, in any case.
+bool has_image_extension(const std::string& filename);
+// The format of a file named as an image torchvision's ImageFolder reads and faster does not
+// (.bmp, .webp, .tif, .tiff, .ppm, .pgm): "BMP", "WebP", "TIFF", "PPM/PGM"; empty otherwise.
+std::string unread_image_format(const std::string& filename);
 
 struct ImageTree {
   // An entry named like an image that is not a file: a FIFO, socket or device node.
@@ -33,7 +44,9 @@ struct ImageTree {
     std::string kind;  // "a FIFO", "a socket", "a character device", "a block device"
   };
   std::vector<std::string> dirs;    // directories entered, relative, sorted (parents first)
-  std::vector<std::string> images;  // JPEG-named files, relative, sorted
+  std::vector<std::string> images;  // JPEG- and PNG-named files, relative, sorted
+  // Files named as images faster does not read (unread_image_format), relative, sorted.
+  std::vector<std::string> unread;
   std::vector<NotAFile> not_files;  // sorted by path
   int64_t ignored = 0;              // other entries: other names, directories entered already
 };
