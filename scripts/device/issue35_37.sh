@@ -11,6 +11,11 @@
 #           (DataLoader) and `faster train --fast`, ResNet-18 bf16 channels-last; ResNet-50
 #           --compile from JPEG beside the peer's compiled model alone; the loader alone in
 #           Python (scripts/bench_python_loader.py, 3 epochs, RSS) beside `faster load`
+#   python2 ResNet-18 from JPEG with --compile through faster.ImageLoader, beside the DataLoader
+#           peer, its eager model alone and `faster train --fast`; the loader alone in Python for
+#           5 epochs (RSS) beside `faster load` with the same decoder settings; a PNG tree through
+#           --decode nvjpeg (its PNGs go to the CPU)
+# BUILD_TESTS=OFF builds the programs and the module only (no base build, no GPU tests).
 # The JPEG tree: `faster synth` CLASSES x PER_CLASS (default 100 x 500 = 50,000) in ROOT.
 # Usage: [PHASES=..] [SEEDS=10] [RUNS=2] [END=570] issue35_37.sh KIT OUT
 #   KIT: .device-kit (fmnist/ idx files, peers/ the peer scripts, base.tar.gz)
@@ -34,8 +39,8 @@ print('%.0f img/s, top-1 %s, %.2f s from process start' % (e['train_images']/e['
 r.get('final_test_accuracy'), r['process_seconds']))" "$1"; }
 
 if phase build; then
-  FASTER_TESTS=ON bash scripts/device/build.sh || exit 1
-  if [ ! -x "$base" ]; then
+  FASTER_TESTS=${BUILD_TESTS:-ON} bash scripts/device/build.sh || exit 1
+  if [ "${BUILD_TESTS:-ON}" = ON ] && [ ! -x "$base" ]; then
     rm -rf /tmp/base && mkdir -p /tmp/base && tar xzf "$kit/base.tar.gz" -C /tmp/base
     (cd /tmp/base && FASTER_TESTS=OFF TARGETS="faster faster-torch" bash scripts/device/build.sh) ||
       exit 1
@@ -114,5 +119,37 @@ if phase python; then
     grep -E "^epoch|RESULT" "$out/peer50c.log"
   fi
   echo "== python at $(($(date +%s) - t0)) s"
+fi
+if phase python2; then
+  synth
+  peer=$kit/peers/ref_imagenet.py
+  echo "== resnet18 bf16 channels-last from JPEG: faster.ImageLoader + torch.compile, the peers"
+  timeout 200 python3 scripts/train_torchvision.py "$ROOT" --arch resnet18 --amp --bf16 \
+    --channels-last --compile --epochs 2 --no-val > "$out/py18c.log" 2>&1
+  grep -E "^epoch|RESULT|loader:" "$out/py18c.log"
+  timeout 120 python3 "$peer" "$ROOT" --arch resnet18 --amp --bf16 --channels-last --workers 16 \
+    --no-val > "$out/peer18.log" 2>&1; grep RESULT "$out/peer18.log" | sed "s/^/peer pil /"
+  timeout 90 python3 "$peer" "$ROOT" --arch resnet18 --amp --bf16 --channels-last \
+    --loader synthetic --steps 200 --epochs 2 --no-val > "$out/peer18s.log" 2>&1
+  grep RESULT "$out/peer18s.log" | sed "s/^/peer eager model alone /"
+  $new train --data "$ROOT" --model resnet18 --fast --epochs 2 --eval-every 100 \
+    --json "$out/f18.json" > "$out/f18.log" 2>&1 && echo "faster train --fast: $(rate "$out/f18.json")"
+  echo "== the loader alone: Python, 5 epochs; faster load, the same decoder settings"
+  python3 scripts/bench_python_loader.py "$ROOT/train" --epochs 5 2>&1 | tail -6
+  $new load "$ROOT/train" --batch 256 --decode auto --cpu-share auto --nvjpeg-threads 4 \
+    --epochs 2 --json "$out/load.json" 2>&1 | grep -E "result|bottleneck|GPU decode"
+  echo "== a PNG tree through --decode nvjpeg"
+  python3 - "$ROOT/val" /tmp/png-tree <<'PY'
+import os, sys
+from PIL import Image
+src, dst = sys.argv[1], sys.argv[2]
+for c in sorted(os.listdir(src))[:20]:
+    os.makedirs(os.path.join(dst, c), exist_ok=True)
+    for f in os.listdir(os.path.join(src, c)):
+        Image.open(os.path.join(src, c, f)).save(os.path.join(dst, c, f[:-5] + ".png"))
+PY
+  $new load /tmp/png-tree --decode nvjpeg --batch 50 --json "$out/png.json" 2>&1 |
+    grep -E "result|PNG images|skipped"
+  echo "== python2 at $(($(date +%s) - t0)) s"
 fi
 echo "== done at $(($(date +%s) - t0)) s"

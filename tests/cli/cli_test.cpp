@@ -69,7 +69,7 @@ TEST(Cli, HelpListsCommandsAndFlags) {
 TEST(Cli, BadFlagsAndValues) {
   expect_one_line_error("train --no-such-flag", "--no-such-flag", 2);
   expect_one_line_error("train --epochs zero", "--epochs", 2);
-  expect_one_line_error("train --epochs 0", "--epochs must be at least 1", 2);
+  expect_one_line_error("train --epochs 0", "--epochs must be between 1 and 1000000", 2);
   expect_one_line_error("train --loader gpu", "--loader", 2);
   expect_one_line_error("train --blocks 3,a,2", "--blocks", 2);
   expect_one_line_error("train --device tpu", "--device", 2);

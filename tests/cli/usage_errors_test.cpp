@@ -57,7 +57,7 @@ TEST(UsageErrors, TrainRangesAndCombinations) {
   const test::TempDir not_small;  // a folder: JPEG data as far as the flags go
   const std::string j = t + " --data " + not_small.path().string();
   expect_usage_errors({
-      {t + " --epochs 0", "--epochs must be at least 1 (got 0)"},
+      {t + " --epochs 0", "--epochs must be between 1 and 1000000 (got 0)"},
       {t + " --batch 0", "--batch must be between 1 and 1048576 (got 0)"},
       {t + " --batch 2000000", "--batch must be between 1 and 1048576"},
       {t + " --workers -1", "--workers must be between 0 and 1024 (got -1)"},
@@ -138,7 +138,7 @@ TEST(UsageErrors, TrainRangesAndCombinations) {
       {t + " --parallel dp --gpus -1", "--gpus must be between 0 and 1024"},
       {t + " --parallel ddp --nproc -3", "--nproc must be between 1 and 1024 (got -3)"},
       {t + " --nproc 2", "--nproc needs --parallel ddp"},
-      {t + " --parallel ddp --nproc 2 --epochs 0", "--epochs must be at least 1"},
+      {t + " --parallel ddp --nproc 2 --epochs 0", "--epochs must be between 1 and 1000000"},
       {t + " --nesterov --momentum 0", "--nesterov needs a non-zero --momentum"},
       {t + " --sync-bn", "--sync-bn needs --parallel ddp"},
       {t + " --cudnn-benchmark-all-shapes", "--cudnn-benchmark-all-shapes needs --cudnn-benchmark"},
@@ -195,7 +195,7 @@ TEST(UsageErrors, EvalAndBenchRanges) {
       {e + " --val-resize 4", "--val-resize must be between 8 and 8192"},
       {e + " --val-res 0", "--val-res must be between 8 and 4096 (got 0)"},
       {e + " --decode nvjpeg", "--decode nvjpeg needs a CUDA device, and --device cpu was given"},
-      {b + " --epochs 0", "--epochs must be at least 1 (got 0)"},
+      {b + " --epochs 0", "--epochs must be between 1 and 1000000 (got 0)"},
       {b + " --repeats 0", "--repeats must be between 1 and 1000"},
       {b + " --train-limit -1", "--train-limit must be at least 0"},
       {b + " --test-limit -1", "--test-limit must be at least 0"},

@@ -35,7 +35,7 @@ TEST(FolderSource, ClassesSortedLabelsAndExtensions) {
   touch(t / "apple/deep/z.jpg");  // nested folders are walked, like torchvision's os.walk
   touch(t / "apple/notes.txt");   // other extensions are ignored
   touch(t / "apple/pic.PNG");     // PNG is read too
-  touch(t / "stray.jpg");  // files directly under root are not samples
+  touch(t / "stray.jpg");         // files directly under root are not samples
   FolderSource s(t.path());
   ASSERT_EQ(s.classes(), (std::vector<std::string>{"apple", "zebra"}));
   ASSERT_EQ(s.size(), 6);

@@ -446,13 +446,13 @@ TEST(ImageLoader, LoadCommandReportsAndFailsCleanly) {
   r = test::run_faster("load " + t.path().string() + " --on-bad-image ignore");
   EXPECT_EQ(r.output, "faster: error: --on-bad-image must be skip or fail (got 'ignore')\n");
   r = test::run_faster("load " + t.path().string() + " --decode gpu");
-  EXPECT_EQ(r.output, "faster: error: --decode must be cpu or nvjpeg (got 'gpu')\n");
+  EXPECT_EQ(r.output, "faster: error: --decode must be auto, cpu or nvjpeg (got 'gpu')\n");
   r = test::run_faster("load " + t.path().string() + " --decode nvjpeg --cpu-share 1.5");
   EXPECT_EQ(r.exit_code, 2) << r.output;  // a usage error, with or without a GPU
   EXPECT_NE(r.output.find("--cpu-share"), std::string::npos) << r.output;
   r = test::run_faster("load " + t.path().string() + " --decode nvjpeg --device cpu");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("--decode nvjpeg decodes on the GPU, but the device is cpu"),
+  EXPECT_EQ(r.exit_code, 2);  // as train and eval say it (tests/cli/flag_rules_test.cpp)
+  EXPECT_NE(r.output.find("--decode nvjpeg needs a CUDA device, and --device cpu was given"),
             std::string::npos)
       << r.output;
 }

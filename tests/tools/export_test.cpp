@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <random>
 #include <sstream>
@@ -305,6 +306,32 @@ TEST(Export, ReRunSkipsFinishedFilesAndRemakesMissingOrDamagedOnes) {
   manifest["options"]["limit"] = 99999999999;
   write_file(out / tools::kExportManifest, manifest.dump());
   EXPECT_EQ(run_export(tmp / "cifar", out).up_to_date, 26);
+}
+
+// Ctrl-C: the message counts the images on disk exactly (it once said "after 575 of 2200" with
+// 576 written: the threads finishing their image after the count was taken).
+TEST(Export, AnInterruptCountsTheFilesWritten) {
+  REQUIRE_FASHION_MNIST();
+  TempDir t;
+  const auto out = t / "fm";
+  const std::string cmd = std::string(FASTER_BIN) + " export" + fashion_mnist_flag() + " --out " +
+                          out.string() + " --limit 3000 --workers 2";
+  const auto jpegs = [&] {
+    int64_t n = 0;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(out, ec); it != fs::end(it); it.increment(ec))
+      n += it->path().extension() == ".jpg";
+    return n;
+  };
+  const int code = signal_when(
+      cmd, t / "log", [&](pid_t) { return jpegs() >= 200; }, SIGINT);
+  const std::string log = read_file(t / "log");
+  ASSERT_EQ(code, 130) << log;
+  const auto at = log.find("interrupted (SIGINT) after ");
+  ASSERT_NE(at, std::string::npos) << log;
+  const int64_t said = std::stoll(log.substr(at + 27));
+  EXPECT_EQ(said, jpegs()) << log;
+  EXPECT_NE(log.find(" of 6000 images"), std::string::npos) << log;
 }
 
 TEST(Export, RefusesBadInputWithAOneLineErrorNamingThePath) {

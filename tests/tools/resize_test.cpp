@@ -79,9 +79,9 @@ TEST(Resize, PngImagesStayPngAndPackReadsThem) {
   const auto src = t / "src";
   data::PngEncoder encoder;
   std::vector<uint8_t> bytes;
-  for (const auto& [rel, w, h, c] : {std::tuple{"a/big_rgb.png", 300, 200, 3},
-                                     std::tuple{"a/big_gray.PNG", 200, 400, 1},
-                                     std::tuple{"b/small.png", 60, 40, 3}}) {
+  for (const auto& [rel, w, h, c] :
+       {std::tuple{"a/big_rgb.png", 300, 200, 3}, std::tuple{"a/big_gray.PNG", 200, 400, 1},
+        std::tuple{"b/small.png", 60, 40, 3}}) {
     data::ImageBuffer img;
     img.reshape(w, h, c);
     for (int i = 0; i < w * h * c; ++i) img.data()[i] = static_cast<uint8_t>((i * 7) % 251);
@@ -94,9 +94,9 @@ TEST(Resize, PngImagesStayPngAndPackReadsThem) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("2 downscaled, 1 copied"), std::string::npos) << r.output;
   data::PngDecoder decoder;
-  for (const auto& [rel, w, h, c] : {std::tuple{"a/big_rgb.png", 150, 100, 3},
-                                     std::tuple{"a/big_gray.PNG", 100, 200, 1},
-                                     std::tuple{"b/small.png", 60, 40, 3}}) {
+  for (const auto& [rel, w, h, c] :
+       {std::tuple{"a/big_rgb.png", 150, 100, 3}, std::tuple{"a/big_gray.PNG", 100, 200, 1},
+        std::tuple{"b/small.png", 60, 40, 3}}) {
     const std::string out = read_file(t / "dst" / rel);
     const auto* data = reinterpret_cast<const uint8_t*>(out.data());
     ASSERT_TRUE(data::is_png(data, out.size())) << rel;
@@ -112,7 +112,8 @@ TEST(Resize, PngImagesStayPngAndPackReadsThem) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("3 records"), std::string::npos) << r.output;
   write_file(src / "b/old.bmp", "BM not really");
-  r = run_faster("resize --src " + quoted(src) + " --dst " + quoted(t / "dst2") + " --max-size 100");
+  r = run_faster("resize --src " + quoted(src) + " --dst " + quoted(t / "dst2") +
+                 " --max-size 100");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("b/old.bmp: a BMP image, which faster does not read (JPEG and PNG)"),
             std::string::npos)

@@ -199,7 +199,8 @@ for split in ("train", "val"):
     EXPECT_EQ(a["epochs"][e]["train_loss"], b["epochs"][e]["train_loss"]) << e;
     EXPECT_EQ(a["epochs"][e]["test_accuracy"], b["epochs"][e]["test_accuracy"]) << e;
   }
-  r = test::run_faster("load " + (png / "train").string() + " --device cpu --workers 2 --batch 50 " +
+  r = test::run_faster("load " + (png / "train").string() +
+                       " --device cpu --workers 2 --batch 50 " +
                        "--size 28 --floor-images 0 --json " + (t / "load.json").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(read_json(t / "load.json")["png_images"], 200) << r.output;

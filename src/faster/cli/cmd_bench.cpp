@@ -103,7 +103,7 @@ bench::TtaRun run_tta(const bench::BenchOptions& o, int seed) {
 // The flags' ranges, before any run starts (each run would otherwise fail the same way).
 void validate(const BenchFlags& f) {
   const auto given = [&](const char* flag) { return f.cmd->get_option(flag)->count() > 0; };
-  if (given("--epochs")) check_at_least("--epochs", f.epochs, 1);
+  if (given("--epochs")) check_range("--epochs", f.epochs, 1, kMaxEpochs);
   if (given("--repeats")) check_range("--repeats", f.repeats, 1, 1000);
   if (given("--train-limit")) check_at_least("--train-limit", f.train_limit, 0);
   if (given("--test-limit")) check_at_least("--test-limit", f.test_limit, 0);
@@ -230,7 +230,7 @@ void add_bench(CLI::App& root, int& exit_code) {
   cmd->add_option("--data", f->o.data,
                   "A small dataset's folder (Fashion-MNIST, MNIST or CIFAR-10) passed to 'faster "
                   "train --data' (default: train's, Debian's Fashion-MNIST)");
-  cmd->add_option("--epochs", f->epochs, "Epochs per run (default 5 on a GPU, 1 on a CPU)");
+  add_epochs_option(cmd, f->epochs, "Epochs per run (default 5 on a GPU, 1 on a CPU)");
   // The sizes default to the seed's on a GPU, the CPU recipe's on a CPU.
   const auto cpu = train::recipe_options(train::Recipe::kCpu);
   const auto on_each = [](const std::string& gpu, const std::string& cpu) {

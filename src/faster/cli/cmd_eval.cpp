@@ -37,10 +37,10 @@ void add_eval(CLI::App& root, int& exit_code) {
                   "small dataset (its test split)")
       ->required();
   cmd->add_option("--model", o.model, "Check that the weights are this model's");
-  cmd->add_option("--device", o.device, "auto, cpu, cuda or cuda:N")->capture_default_str();
+  add_device_option(cmd, o.device);
   cmd->add_option("--batch", o.batch, "Images per batch")->capture_default_str();
-  cmd->add_option("--workers", o.workers,
-                  "Loader threads (default 0: all cores, or 4 for a small dataset)");
+  add_workers_option(cmd, o.workers,
+                     "Loader threads (default 0: all cores, or 4 for a small dataset)");
   add_val_side_option(cmd, "--val-res", o.val_res, data::kMaxSide,
                       "Center-crop side (default: a checkpoint's own run's; else 224 for JPEG "
                       "data, as stored for small datasets); FixRes: try a higher one than the "

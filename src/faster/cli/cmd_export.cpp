@@ -31,7 +31,7 @@ void add_export(CLI::App& root, int& exit_code) {
   cmd->add_option("--limit", o.limit,
                   "Keep only the first N images of each split, for tiny test trees (0: all)")
       ->capture_default_str();
-  cmd->add_option("--workers", o.workers, "Threads (default: every core)");
+  add_workers_option(cmd, o.workers, "Threads (default 0: every core)");
   cmd->footer(
       "The tree:\n"
       "  OUT/train/<class>/<index>.jpg   the training split\n"

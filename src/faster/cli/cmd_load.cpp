@@ -15,6 +15,7 @@ namespace {
 
 struct LoadFlags {
   data::LoadBenchOptions bench;
+  train::Decode decode = train::Decode::kCpu;
   std::string device = "auto";
   std::string json;
   bool val = false;
@@ -25,20 +26,22 @@ void apply(LoadFlags& f) {
   auto& o = f.bench.loader;
   o.transform = f.val ? data::Transform::kVal : data::Transform::kTrain;
   const auto given = [&](const char* flag) { return f.cmd->get_option(flag)->count() > 0; };
-  check_range("--epochs", f.bench.epochs, 1, 1000000);
   if (given("--batches")) check_range("--batches", f.bench.batches, 1, int64_t{1} << 40);
   if (given("--warmup")) check_range("--warmup", f.bench.warmup, 0, int64_t{1} << 40);
   check_at_least("--floor-images", f.bench.floor_samples, 0);
-  check_range("--workers", o.workers, 0, data::kMaxWorkers);
   if (o.workers == 0)
     o.workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   o.device = train::resolve_device(f.device);
+  if (o.device.is_cpu() && f.decode == train::Decode::kNvjpeg)  // as train and eval say it
+    train::refuse_on_cpu(f.device, "--decode nvjpeg", "--decode cpu decodes on the CPU");
+  o.decode = f.decode == train::Decode::kNvjpeg ? data::DecodeOn::kNvjpeg : data::DecodeOn::kCpu;
+  f.bench.auto_decode = f.decode == train::Decode::kAuto;
   data::validate(o);  // before the dataset is listed
   // Flags that only mean something with another: refused rather than ignored.
-  if (given("--cpu-share") && o.decode != data::DecodeOn::kNvjpeg)
+  if (given("--cpu-share") && f.decode == train::Decode::kCpu)
     FASTER_USAGE_ERROR(
         "--cpu-share splits the images between the CPU and nvJPEG: it needs "
-        "--decode nvjpeg");
+        "--decode nvjpeg (or auto)");
   for (const char* flag : {"--val-resize", "--val-size"})
     if (given(flag) && !f.val)
       FASTER_USAGE_ERROR(flag, " is the validation transform's: it needs --val");
@@ -76,10 +79,9 @@ void add_load(CLI::App& root, int& exit_code) {
                   "train/ and val/ (the split is picked by --val), or an LMDB written by "
                   "'faster pack'")
       ->required();
-  cmd->add_option("--workers", o.workers, "Decoding threads (default 0: all cores)");
+  add_workers_option(cmd, o.workers, "Decoding threads (default 0: all cores)");
   cmd->add_option("--batch", o.batch, "Images per batch")->capture_default_str();
-  auto* epochs =
-      cmd->add_option("--epochs", f->bench.epochs, "Epochs to time")->capture_default_str();
+  auto* epochs = add_epochs_option(cmd, f->bench.epochs, "Epochs to time (default 1)");
   cmd->add_option("--batches", f->bench.batches, "Batches to time instead of whole epochs")
       ->excludes(epochs);
   cmd->add_option("--warmup", f->bench.warmup,
@@ -88,10 +90,11 @@ void add_load(CLI::App& root, int& exit_code) {
                 "Evict the dataset from the page cache before timing (posix_fadvise DONTNEED per "
                 "file, and drop_caches where permitted) so the disk is measured; default: warm, "
                 "every file read once first");
-  add_enum_option(cmd, "--decode", o.decode, data::kDecodeNames,
-                  "Decoder: cpu (libjpeg-turbo in the worker threads) or nvjpeg (batched on the "
+  add_enum_option(cmd, "--decode", f->decode, train::kDecodeChoices,
+                  "Decoder: cpu (libjpeg-turbo in the worker threads), nvjpeg (batched on the "
                   "GPU: its hardware JPEG decoder where it has one; crop, resize and flip there "
-                  "too; progressive, CMYK and truncated files still go to the CPU)");
+                  "too; progressive, CMYK and truncated files and PNGs still go to the CPU) or "
+                  "auto (as train decides: nvjpeg on a GPU unless the images are small or PNG)");
   add_nvjpeg_options(cmd, o.cpu_share, o.gpu_stages);
   cmd->add_option("--size", o.size, "Train crop output side (random-resized-crop + flip)")
       ->capture_default_str();
@@ -106,7 +109,7 @@ void add_load(CLI::App& root, int& exit_code) {
   add_enum_option(cmd, "--on-bad-image", o.on_bad_image, data::kBadImageNames,
                   "skip: replace a corrupt/unreadable image by the next one and count it; fail: "
                   "stop with its name");
-  cmd->add_option("--device", f->device, "auto, cpu, cuda or cuda:N")->capture_default_str();
+  add_device_option(cmd, f->device);
   add_seed_option(cmd, o.sampler.seed, "Shuffle and crop seed");
   cmd->add_flag("--decode-only", f->bench.decode_only,
                 "Only measure the decode floor (one core, full-size decode from memory)");

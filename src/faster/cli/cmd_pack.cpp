@@ -57,7 +57,7 @@ void add_pack(CLI::App& root, int& exit_code) {
   cmd->add_option("--quality", o.quality,
                   "JPEG quality of downscaled images (1-100; needs --max-size)")
       ->capture_default_str();
-  cmd->add_option("--workers", o.workers, "Threads (default: every core)");
+  add_workers_option(cmd, o.workers, "Threads (default 0: every core)");
   cmd->add_option("--verify", flags->verify,
                   "Check DB instead: metadata, keys, every record's checksum, label and decoding");
   cmd->footer(

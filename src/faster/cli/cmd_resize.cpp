@@ -29,7 +29,7 @@ void add_resize(CLI::App& root, int& exit_code) {
       ->required();
   cmd->add_option("--quality", o.quality, "JPEG quality of re-encoded images (1-100)")
       ->capture_default_str();
-  cmd->add_option("--workers", o.workers, "Threads (default: every core)");
+  add_workers_option(cmd, o.workers, "Threads (default 0: every core)");
   cmd->add_flag("--copy-bad", o.copy_bad,
                 "Copy unreadable or corrupt images unchanged instead of skipping them");
   cmd->add_option("--report", flags->report,

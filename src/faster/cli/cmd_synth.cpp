@@ -29,7 +29,7 @@ void add_synth(CLI::App& root, int& exit_code) {
       ->capture_default_str();
   add_seed_option(cmd, o->seed, "Seed: the same seed gives the same files");
   cmd->add_option("--quality", o->quality, "JPEG quality, 1-100")->capture_default_str();
-  cmd->add_option("--workers", o->workers, "Threads (0: all cores)")->capture_default_str();
+  add_workers_option(cmd, o->workers, "Threads (default 0: every core)");
   cmd->footer(
       "Exit codes: 0 done; 1 stopped by an error (an --out that cannot be written or holds other "
       "files, a full disk; an interrupted tree is refused by every reader until a re-run "

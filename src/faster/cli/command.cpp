@@ -4,6 +4,7 @@
 #include "faster/cli/command.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -11,7 +12,9 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "faster/core/error.h"
 #include "faster/core/interrupt.h"
@@ -72,6 +75,57 @@ class HelpFormatter : public CLI::Formatter {
 
 }  // namespace
 
+namespace {
+
+// Edits (insert, delete, replace) between a and b.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// Every long flag of `app` and its option groups, as typed ("--epochs").
+void long_flags(const CLI::App* app, std::vector<std::string>& out) {
+  for (const auto* opt : app->get_options())
+    for (const auto& name : opt->get_lnames()) out.push_back("--" + name);
+  for (const auto* group : app->get_subcommands({}))
+    if (group->get_name().empty() || group->get_group().empty() || !group->get_parent() ||
+        group->get_parent() == app)
+      long_flags(group, out);
+}
+
+// " (did you mean --epochs?)" for the first flag a command did not expect that is a typo or two
+// away from one of its own; empty otherwise.
+std::string did_you_mean(const std::string& message, const CLI::App* command) {
+  if (!command) return "";
+  std::vector<std::string> flags;
+  long_flags(command, flags);
+  std::istringstream words(message);
+  for (std::string word; words >> word;) {
+    if (word.rfind("--", 0) != 0) continue;
+    const std::string typed = word.substr(0, word.find('='));
+    std::string best;
+    size_t best_distance = 3;  // at most two edits, and at most a third of the name
+    for (const auto& f : flags) {
+      const size_t d = edit_distance(typed, f);
+      if (d < best_distance && d * 3 <= f.size()) best = f, best_distance = d;
+    }
+    if (!best.empty()) return " (did you mean " + best + "?)";
+  }
+  return "";
+}
+
+}  // namespace
+
 int run_command_line(int argc, char** argv) {
   // A write past the process's file size limit (ulimit -f) then fails with EFBIG, which each tool
   // reports with the file's name and cleans up after, instead of SIGXFSZ killing the process
@@ -110,8 +164,12 @@ int run_command_line(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::string where = "faster";
-    for (auto* sub : app.get_subcommands()) where += " " + sub->get_name();
-    std::fprintf(stderr, "faster: error: %s (see '%s --help')\n", e.what(), where.c_str());
+    const CLI::App* command = nullptr;
+    for (auto* sub : app.get_subcommands()) where += " " + sub->get_name(), command = sub;
+    const std::string hint =
+        dynamic_cast<const CLI::ExtrasError*>(&e) ? did_you_mean(e.what(), command) : "";
+    std::fprintf(stderr, "faster: error: %s%s (see '%s --help')\n", e.what(), hint.c_str(),
+                 where.c_str());
     return kExitUsage;
   }
   return exit_code;
@@ -132,6 +190,55 @@ void add_nvjpeg_options(CLI::App* cmd, data::CpuShare& cpu_share, int& threads) 
          "batch is split into as many parts, decoded side by side as soon as their images are "
          "read (more shorten a batch's wait for the decoder while the GPU is busy)")
       ->capture_default_str();
+}
+
+namespace {
+template <typename T>
+CLI::Option* add_count(CLI::App* cmd, const std::string& flag, T& value, int64_t lo, int64_t hi,
+                       const std::string& help) {
+  return cmd->add_option_function<std::string>(
+      flag,
+      [&value, flag, lo, hi](const std::string& text) {
+        errno = 0;
+        char* end = nullptr;
+        const long long v = std::strtoll(text.c_str(), &end, 10);
+        if (text.empty() || *end != '\0' || std::isspace(static_cast<unsigned char>(text[0])))
+          FASTER_USAGE_ERROR(flag, " must be an integer (got '", text, "')");
+        if (errno == ERANGE)  // past 64 bits: out of any range a flag has
+          FASTER_USAGE_ERROR(flag, " must be between ", lo, " and ", hi, " (got ", text, ")");
+        check_range(flag.c_str(), static_cast<int64_t>(v), lo, hi);
+        value = static_cast<T>(v);
+      },
+      help);
+}
+}  // namespace
+
+CLI::Option* add_count_option(CLI::App* cmd, const std::string& flag, int& value, int64_t lo,
+                              int64_t hi, const std::string& help) {
+  return add_count(cmd, flag, value, lo, hi, help);
+}
+CLI::Option* add_count_option(CLI::App* cmd, const std::string& flag, int64_t& value, int64_t lo,
+                              int64_t hi, const std::string& help) {
+  return add_count(cmd, flag, value, lo, hi, help);
+}
+CLI::Option* add_workers_option(CLI::App* cmd, int& value, const std::string& help) {
+  return add_count_option(cmd, "--workers", value, 0, kMaxWorkers, help);
+}
+
+CLI::Option* add_device_option(CLI::App* cmd, std::string& value) {
+  return cmd
+      ->add_option_function<std::string>(
+          "--device",
+          [&value](const std::string& text) {
+            const bool index = text.rfind("cuda:", 0) == 0 && text.size() > 5 && text.size() < 9 &&
+                               text.find_first_not_of("0123456789", 5) == std::string::npos;
+            if (text != "auto" && text != "cpu" && text != "cuda" && !index)
+              FASTER_USAGE_ERROR("--device '", text,
+                                 "' is not a device (use auto, cpu, cuda or cuda:N)");
+            value = text;
+          },
+          "auto (a GPU if one is visible), cpu, cuda or cuda:N")
+      ->default_str(value);
 }
 
 CLI::Option* add_seed_option(CLI::App* cmd, uint64_t& seed, const std::string& help) {

@@ -15,6 +15,7 @@
 
 #include "faster/core/enum_names.h"
 #include "faster/core/exit_codes.h"
+#include "faster/core/flag_rules.h"
 #include "faster/data/loader/cpu_share.h"
 
 namespace faster::cli {
@@ -69,6 +70,26 @@ CLI::Option* add_enum_option(CLI::App* cmd, const std::string& flag, E& value,
 // (images the CPU threads decode anyway: a number or auto) and --nvjpeg-threads (threads feeding
 // the GPU's decoder, each taking a part of every batch).
 void add_nvjpeg_options(CLI::App* cmd, data::CpuShare& cpu_share, int& threads);
+
+// An integer flag whose value must lie in [lo, hi]: parsed as a 64-bit integer as it is read, so
+// a number past the type's range gets faster's message ("--epochs must be between 1 and 1000000
+// (got 99999999999)") rather than CLI11's "Could not convert"; not a number: "--epochs must be an
+// integer (got 'ten')".  Both usage errors (exit 2).
+CLI::Option* add_count_option(CLI::App* cmd, const std::string& flag, int& value, int64_t lo,
+                              int64_t hi, const std::string& help);
+CLI::Option* add_count_option(CLI::App* cmd, const std::string& flag, int64_t& value, int64_t lo,
+                              int64_t hi, const std::string& help);
+// --workers (kMaxWorkers) and --epochs (kMaxEpochs), as every command that has them takes them.
+CLI::Option* add_workers_option(CLI::App* cmd, int& value, const std::string& help);
+template <typename T>
+CLI::Option* add_epochs_option(CLI::App* cmd, T& value, const std::string& help) {
+  return add_count_option(cmd, "--epochs", value, 1, kMaxEpochs, help);
+}
+
+// --device as train, eval and load take it: auto (a GPU if one is visible), cpu, cuda or cuda:N,
+// its spelling checked as it is read (a usage error naming it); whether the machine has that
+// device is the command's to check (train::resolve_device).
+CLI::Option* add_device_option(CLI::App* cmd, std::string& value);
 
 // --seed: a decimal integer from 0 to 2^64-1 into `seed`; anything else ("-1", "1e23", a number
 // past 2^64) is a usage error, where a plain option would wrap it around to another seed.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "faster/core/error.h"
+#include "faster/core/flag_rules.h"
 
 namespace faster {
 
@@ -20,9 +21,9 @@ inline int default_workers() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-// --workers as the tools take it: 0 (every core) up to 1024; a usage error otherwise.
+// --workers as the tools take it: 0 (every core) up to kMaxWorkers; a usage error otherwise.
 inline void check_workers(int requested) {
-  check_range("--workers", requested, 0, 1024);
+  check_range("--workers", requested, 0, kMaxWorkers);
 }
 
 // The threads to run for `items` items: what the user asked (0: every core), at least one,

@@ -27,7 +27,7 @@ DownscaleResult Downscaler::run_png(const uint8_t* data, size_t size, int max_si
   const data::PngInfo info = png_decoder_.info(data, size);
   source_ = {info.width, info.height};
   const bool gray = info.color_type == 0 || info.color_type == 4;  // gray, with or without alpha
-  png_decoder_.decode(data, size, decoded_, gray);  // whole: damage shows here
+  png_decoder_.decode(data, size, decoded_, gray);                 // whole: damage shows here
   const Size target = downscaled_size(info.width, info.height, max_size);
   if (target.width == info.width && target.height == info.height) return DownscaleResult::kKeep;
   resized_.reshape(target.width, target.height, decoded_.channels());

@@ -27,13 +27,20 @@ void for_each_image(const char* tool, int workers, int64_t count, bool show, Fn&
   if (show) progress.emplace(tool, count, "img");
   const std::string hint = std::string("run the same 'faster ") + tool +
                            "' again to finish the tree (readers refuse it until then)";
-  parallel_for(workers, count, [&](int worker, int64_t i) {
-    stop_if_interrupted(
-        [&] { return detail::concat("after ", done.load(), " of ", count, " images"); }, hint);
-    fn(worker, i);
-    ++done;
-    if (progress) progress->add();
-  });
+  try {
+    parallel_for(workers, count, [&](int worker, int64_t i) {
+      stop_if_interrupted([] { return std::string(); }, hint);
+      fn(worker, i);
+      ++done;
+      if (progress) progress->add();
+    });
+  } catch (const Interrupted& e) {
+    // Every thread has finished the image it was on: the count is the files written.
+    throw Interrupted(e.signal(),
+                      detail::concat("interrupted (", signal_name(e.signal()), ") after ",
+                                     done.load(), " of ", count, " images"),
+                      hint);
+  }
 }
 
 }  // namespace faster::tools

@@ -91,9 +91,28 @@ nlohmann::json read_weights_meta(const fs::path& path) {
 // The zip archive (torch.save's format since PyTorch 1.6): data.pkl and one record data/<key> per
 // storage.  Its pickle goes through unpickle_state_dict, not torch::pickle_load, which in LibTorch
 // 1.13 reads Python's OrderedDict as None.
+void check_weights_file(const fs::path& path, const std::string& flag) {
+  std::error_code ec;
+  const std::string named = flag.empty() ? path.string() : flag + " " + path.string();
+  if (fs::is_directory(path, ec)) {
+    // A folder given where a file is expected: the files in it that could be meant.
+    std::string candidates;
+    int found = 0;
+    for (const auto& e : fs::directory_iterator(path, ec)) {
+      const auto ext = e.path().extension().string();
+      if (e.is_regular_file(ec) && (ext == ".ckpt" || ext == ".pt" || ext == ".pth") && found < 3)
+        candidates += (found++ ? ", " : "") + e.path().filename().string();
+    }
+    throw Error(named + " is a folder, not a file",
+                found ? "it holds " + candidates + ": name one of them" : "name the file in it");
+  }
+  if (!fs::exists(path, ec)) FASTER_NOT_FOUND(named, ": no such file");
+  if (!fs::is_regular_file(path, ec)) FASTER_THROW(named, " is not a regular file");
+}
+
 c10::Dict<std::string, torch::Tensor> read_state_dict(const fs::path& path) {
   const auto where = path.string();
-  if (!fs::is_regular_file(path)) FASTER_THROW(where, ": cannot open");
+  check_weights_file(path, "");
   std::unique_ptr<caffe2::serialize::PyTorchStreamReader> zip;
   try {
     zip = std::make_unique<caffe2::serialize::PyTorchStreamReader>(where);

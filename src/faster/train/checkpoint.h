@@ -23,6 +23,10 @@ void save_state_dict(const torch::nn::Module& module, const std::filesystem::pat
 nlohmann::json read_weights_meta(const std::filesystem::path& path);
 // Copies a saved state_dict into `module`; names and shapes must match exactly.
 void load_state_dict(torch::nn::Module& module, const std::filesystem::path& path);
+// A file of weights or a checkpoint to read: faster::Error (NotFoundError where it is not there)
+// for a folder (naming the checkpoint-like files in it), a missing path, anything not a regular
+// file; the message starts with `flag` and the path.
+void check_weights_file(const std::filesystem::path& path, const std::string& flag);
 // The tensors of a saved state_dict (either writer's), on the CPU, by name in the file's order.
 c10::Dict<std::string, torch::Tensor> read_state_dict(const std::filesystem::path& path);
 // Copies dict[prefix + name] into each parameter and buffer of `module`: every one must be there

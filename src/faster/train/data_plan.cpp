@@ -12,13 +12,6 @@
 namespace faster::train {
 namespace {
 
-// --decode auto on a GPU: images of at most this many pixels (median) decode on the CPU.
-// Measured on one H200 with 16 cores (BENCHMARKS.md, "Which decoder"): `faster load` of the same
-// images downscaled to a short side of 32, 64 and 128 px ran 6.8x, 4.8x and 1.2x faster on the
-// CPU, at ImageNet size (about 470x390) 2.4x slower; Fashion-MNIST's 28x28 JPEGs train 2.1x
-// faster decoded on the CPU.
-constexpr int64_t kCpuDecodeMaxPixels = 160 * 160;
-
 // Flip::kAuto decided from the data: Fashion-MNIST (data::named_fashion_mnist) and CIFAR-10 flip;
 // MNIST's digits and any other set do not (a mirrored 3 is no 3).
 Flip resolve_flip(Flip flip, const TrainingData& d) {
@@ -68,17 +61,8 @@ data::DecodeOn choose_decoder(const DataOptions& o, const TrainingData& d, int m
   bool nvjpeg = o.decode == Decode::kNvjpeg;
   // A gray model's JPEG data decodes to gray, on the CPU (the image loader refuses nvJPEG).
   const bool gray_jpeg = model_channels == 1 && !d.arrays();
-  if (o.decode == Decode::kAuto && device.is_cuda() && !d.arrays() && !gray_jpeg) {
-    // nvJPEG unless the images are small: there its per-image cost outweighs it.
-    const int64_t pixels = data::median_jpeg_pixels(d.train ? *d.train : *d.val);  // eval: val
-    nvjpeg = pixels == 0 || pixels > kCpuDecodeMaxPixels;
-    if (pixels < 0)
-      log::info("decode: on the CPU (--decode auto: the images are PNG, which nvJPEG does not "
-                "decode)");
-    else if (!nvjpeg)
-      log::info("decode: libjpeg-turbo on the CPU (--decode auto: images of about ", pixels,
-                " pixels decode faster there than on the GPU; --decode nvjpeg overrides)");
-  }
+  if (o.decode == Decode::kAuto && !d.arrays() && !gray_jpeg)
+    nvjpeg = data::auto_decode(d.train ? *d.train : *d.val, device) == data::DecodeOn::kNvjpeg;
   return nvjpeg ? data::DecodeOn::kNvjpeg : data::DecodeOn::kCpu;
 }
 

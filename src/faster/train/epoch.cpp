@@ -64,6 +64,13 @@ void EpochLoop::train_pass(int epoch, std::optional<Progress>& bar, const Timer&
                            Trained& t) {
   Timer since_line;
   auto& stepper = *run_.stepper;
+  const auto show_rate_and_loss = [&] {  // reading the loss waits for the device
+    char s[96];
+    std::snprintf(s, sizeof s, "%s img/s  loss %.4f",
+                  format_count(t.seen * job_.world.world / timer.seconds()).c_str(),
+                  stepper.train_loss_so_far() / std::max<int64_t>(1, t.seen));
+    bar->set_suffix(s);
+  };
   while (auto b = loaders_.train->next()) {
     t.lr = o_.sgd.lr * lr_factor(o_.schedule, step_++, steps_per_epoch_, o_.epochs);
     stepper.set_lr(t.lr);
@@ -72,17 +79,14 @@ void EpochLoop::train_pass(int epoch, std::optional<Progress>& bar, const Timer&
     t.seen += b->size;
     if (!bar) continue;
     bar->add();
-    if (since_line.seconds() >= 2) {  // reading the loss waits for the device: now and then
-      char s[96];
-      std::snprintf(s, sizeof s, "%s img/s  loss %.4f",
-                    format_count(t.seen * job_.world.world / timer.seconds()).c_str(),
-                    stepper.train_loss_so_far() / std::max<int64_t>(1, t.seen));
-      bar->set_suffix(s);
+    if (since_line.seconds() >= 2) {  // now and then
+      show_rate_and_loss();
       since_line = Timer();
     }
   }
   if (job_.device.is_cuda()) torch::cuda::synchronize(job_.device.index());
   t.seconds = timer.seconds();
+  if (bar) show_rate_and_loss();  // the epoch's own, not its last update's
 }
 
 void EpochLoop::test_pass(int epoch, std::optional<Progress>& bar, const Trained& t) {

@@ -182,8 +182,9 @@ EvalReport evaluate(const EvalOptions& e) {
     refuse_on_cpu(e.device, "--precision fp16", "--precision bf16 runs on the CPU");
   if (device.is_cpu() && e.decode == Decode::kNvjpeg)
     refuse_on_cpu(e.device, "--decode nvjpeg", "--decode cpu decodes on the CPU");
-  if (device.is_cpu()) configure_cpu_runtime(1);
   if (!e.model.empty()) models::family(e.model);  // a name faster knows (a usage error if not)
+  check_weights_file(e.weights, "--weights");     // usage errors first, then what is on disk
+  if (device.is_cpu()) configure_cpu_runtime(1);
   const TrainingData d = open_eval_data(e.data);
   const Weights w = read_weights(e, d);
   auto model = load_model(e, w, d, device);

@@ -269,7 +269,7 @@ void validate_device(const TrainOptions& o) {
 }  // namespace
 
 void validate(const TrainOptions& o) {
-  check_at_least("--epochs", o.epochs, 1);
+  check_range("--epochs", o.epochs, 1, kMaxEpochs);
   validate(static_cast<const DataOptions&>(o));
   validate_optimizer(o);
   validate_run(o);

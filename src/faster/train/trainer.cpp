@@ -355,8 +355,7 @@ std::vector<torch::Tensor> init_from_training_images(models::Model& model,
 }
 
 void check_resume_file(const std::string& path) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) FASTER_THROW("--resume ", path, ": no such file");
+  check_weights_file(path, "--resume");
 }
 
 void check_run_files(const TrainOptions& o) {

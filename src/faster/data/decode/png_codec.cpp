@@ -126,9 +126,9 @@ void PngEncoder::encode(const ImageView& image, std::vector<uint8_t>& out) {
     for (int y = 0; y < image.height; ++y) std::memcpy(&packed[y * row], image.row(y), row);
     pixels = packed.data();
   }
-  check(spng_encode_image(ctx.get(), pixels, row * image.height, SPNG_FMT_PNG,
-                          SPNG_ENCODE_FINALIZE),
-        "encoding");
+  check(
+      spng_encode_image(ctx.get(), pixels, row * image.height, SPNG_FMT_PNG, SPNG_ENCODE_FINALIZE),
+      "encoding");
   int error = 0;
   size_t size = 0;
   std::unique_ptr<uint8_t, decltype(&std::free)> buffer(

@@ -42,6 +42,11 @@ void validate(const LoaderOptions& o);
 // speed on small images, and it decodes no PNG.
 int64_t median_jpeg_pixels(const Source& source, int samples = 15);
 
+// --decode auto: nvJPEG on a CUDA device, but the CPU for a tree of PNGs or of small images (a
+// median of at most 160 x 160 pixels), where nvJPEG's fixed cost per image outweighs it; says so
+// where it picks the CPU on a GPU.
+DecodeOn auto_decode(const Source& source, const torch::Device& device);
+
 // Cumulative per-stage time, summed over worker threads (read, decode, augment) or spent by the
 // consumer (copy: host->device and device normalize; wait: blocked waiting for workers).
 struct LoaderStats {
@@ -187,8 +192,8 @@ class ImageLoader : public Loader {
   std::vector<std::thread> stage_threads_;
   std::condition_variable stage_cv_;
   std::atomic<int64_t> read_ns_{0}, decode_ns_{0}, augment_ns_{0}, bytes_{0}, images_{0},
-      skipped_{0}, pixels_{0}, png_images_{0}, gpu_ns_{0}, gpu_images_{0}, gpu_parse_ns_{0}, gpu_call_ns_{0},
-      gpu_wait_ns_{0};
+      skipped_{0}, pixels_{0}, png_images_{0}, gpu_ns_{0}, gpu_images_{0}, gpu_parse_ns_{0},
+      gpu_call_ns_{0}, gpu_wait_ns_{0};
   double copy_s_ = 0, wait_s_ = 0;
   std::vector<std::string> skipped_names_;
   // The share of GPU-decodable images the workers decode (options_.cpu_share; moves with auto).

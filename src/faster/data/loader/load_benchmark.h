@@ -22,6 +22,7 @@ struct LoadBenchOptions {
   int64_t warmup = -1;  // batches before timing starts; -1: min(5, a fifth of an epoch)
   bool cold = false;
   bool decode_only = false;  // only the decode floor
+  bool auto_decode = false;  // loader.decode as --decode auto picks it for the data (auto_decode)
   int floor_samples = 200;   // images for the decode floor (0: skip it)
   bool progress = true;
 };

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "faster/core/enum_names.h"
+#include "faster/core/flag_rules.h"
 #include "faster/data/augment/crop_params.h"
 #include "faster/data/augment/resample.h"
 #include "faster/data/augment/shift_flip.h"
@@ -30,7 +31,7 @@ namespace faster::data {
 // What a loader may be asked for (larger values are refused as usage errors, before anything is
 // allocated): images per batch, threads, the side of an output image.
 constexpr int kMaxBatch = 1 << 20;
-constexpr int kMaxWorkers = 1024;
+constexpr int kMaxWorkers = static_cast<int>(faster::kMaxWorkers);  // core/flag_rules.h
 constexpr int kMaxSide = 4096;
 
 // Label of the padding rows of a padded batch: cross_entropy's default ignore_index.

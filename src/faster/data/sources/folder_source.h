@@ -19,11 +19,12 @@ namespace faster::data {
 class FolderSource : public Source {
  public:
   // Scans `root`.  Throws faster::Error when root is missing or not a folder, has no class folders,
-  // holds images of a format faster does not read (naming the first), or has no images at all.  An empty class folder is kept (its label stays reserved, so labels
-  // agree with a val/ tree that has it) and reported by empty_classes(): torchvision refuses such
-  // a tree, but one empty folder should not stop a benchmark.  Entries named like images that are
-  // not files (FIFOs, sockets, devices) are left out and reported by not_files().  With `warn`,
-  // both are also logged as warnings.
+  // holds images of a format faster does not read (naming the first), or has no images at all.  An
+  // empty class folder is kept (its label stays reserved, so labels agree with a val/ tree that has
+  // it) and reported by empty_classes(): torchvision refuses such a tree, but one empty folder
+  // should not stop a benchmark.  Entries named like images that are not files (FIFOs, sockets,
+  // devices) are left out and reported by not_files().  With `warn`, both are also logged as
+  // warnings.
   explicit FolderSource(const std::filesystem::path& root, bool warn = true);
 
   int64_t size() const override { return static_cast<int64_t>(files_.size()); }
