@@ -28,6 +28,7 @@ list(APPEND FASTER_TORCH_SOURCES
   src/faster/data/loader/device_loader.cpp
   src/faster/data/augment/shift_flip.cpp
   src/faster/data/loader/image_loader.cpp
+  src/faster/data/loader/loader_options.cpp
   src/faster/data/loader/load_benchmark.cpp
 )
 list(APPEND FASTER_CUDA_SOURCES src/faster/data/augment/crop_resize.cu)  # see models/files.cmake
