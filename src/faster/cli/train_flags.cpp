@@ -101,7 +101,8 @@ void add_optimizer_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--label-smoothing", o.label_smoothing, "Cross-entropy label smoothing");
   cmd->add_option("--ema", o.ema_decay,
                   "Keep an exponential moving average of the weights with this decay per step "
-                  "(e.g. 0.9999); evaluation and --save then use the average");
+                  "(e.g. 0.9999; it starts as a copy of the model and warms its decay up, "
+                  "docs/training.md); evaluation and --save then use the average");
 }
 
 // The model's widths, the seed, the resolutions and crops, the decoder and bad images.
