@@ -11,8 +11,8 @@ import os as _os
 
 # The loader's streams (nvJPEG's stage, the host copies) run beside the training's: with CUDA's
 # default 8 hardware work queues they wait behind its kernels.  As `faster train` does for JPEG
-# data, 32 are asked for, where the process has not said and CUDA has not started yet (compiled
-# ResNet-18 from JPEG on one H100: 11,320 -> 11,791 img/s; BENCHMARKS.md).
+# data, 32 are asked for where the process has not said (it takes effect if CUDA has not started
+# yet; compiled ResNet-18 from JPEG on one H100: 11,320 -> 11,791 img/s; BENCHMARKS.md).
 if "CUDA_DEVICE_MAX_CONNECTIONS" not in _os.environ:
     _os.environ["CUDA_DEVICE_MAX_CONNECTIONS"] = "32"
 

@@ -4,6 +4,7 @@
 #include <caffe2/serialize/inline_container.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 
@@ -47,6 +48,46 @@ TEST(Checkpoint, ReadsTorchSaveViewsAndDtypes) {
   EXPECT_EQ(d.at("n").scalar_type(), torch::kLong);
   EXPECT_EQ(d.at("n").item<int64_t>(), 7);
   EXPECT_TRUE(torch::equal(d.at("b"), torch::tensor({true, false})));
+}
+
+// A flipped bit inside a tensor's bytes (its zip entry's CRC-32 no longer matches; Python's
+// zipfile.testzip() names the entry) was read without a word.  It is refused, naming the entry:
+// in faster's own weights and in an archive Python's torch.save wrote; an intact file reads.
+TEST(Checkpoint, AFlippedBitInATensorIsRefusedNamingItsEntry) {
+  test::TempDir dir;
+  torch::nn::Linear linear(64, 32);
+  save_state_dict(*linear, dir / "w.pt", nlohmann::json{{"format", "faster weights"}});
+  const auto flip = [](const std::filesystem::path& path, const std::string& entry) {
+    // The entry's data: a float tensor's middle, found by its bytes in the file.
+    std::string bytes = test::read_file(path);
+    const auto d = read_state_dict(path);
+    const auto t = d.at(entry).contiguous();
+    const std::string data(static_cast<const char*>(t.data_ptr()), t.nbytes());
+    const auto at = bytes.find(data);
+    ASSERT_NE(at, std::string::npos);
+    bytes[at + data.size() / 2] ^= 0x10;
+    test::write_file(path, bytes);
+  };
+  EXPECT_NO_THROW(read_state_dict(dir / "w.pt"));
+  flip(dir / "w.pt", "weight");
+  try {
+    read_state_dict(dir / "w.pt");
+    FAIL() << "a damaged archive was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(": its entry archive/data/"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("does not match its CRC-32"), std::string::npos);
+    EXPECT_NE(e.hint().find("restore it from a copy"), std::string::npos);
+  }
+  if (!have_python_torch()) GTEST_SKIP() << "no Python torch";
+  const auto py = dir / "py.pt";
+  const auto r = python("torch.save(collections.OrderedDict(w=torch.arange(4096.)), path)", py);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NO_THROW(read_state_dict(py));
+  flip(py, "w");
+  const auto bad = python("import zipfile; print(zipfile.ZipFile(path).testzip())", py);
+  EXPECT_NE(bad.output.find("data/0"), std::string::npos) << bad.output;  // Python names it too
+  EXPECT_THROW(read_state_dict(py), Error);
 }
 
 TEST(Checkpoint, RejectsWhatIsNotAStateDict) {

@@ -5,12 +5,14 @@
 // written again; --overwrite replaces; every output's missing folders are made.  Saved weights
 // record how they were trained: faster eval scores them at their run's resolution, unasked.
 #include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <string>
 
+#include "faster/train/checkpoint.h"
 #include "support/test_support.h"
 
 namespace faster::train {
@@ -92,6 +94,34 @@ TEST(Outputs, EveryOutputMakesItsMissingFolders) {
     EXPECT_NE(r.output.find((t / "afile").string() + " is a file, not a folder"), std::string::npos)
         << r.output;
     EXPECT_EQ(r.output.find("epoch 1/"), std::string::npos) << r.output;
+  }
+}
+
+// A checkpoint with one byte of a tensor changed (its zip entry's CRC-32 no longer matches) is
+// refused by eval and by --resume, naming the entry, where LibTorch's reader took it as it was.
+TEST(Outputs, ADamagedCheckpointIsRefusedByEvalAndResume) {
+  REQUIRE_FASHION_MNIST();
+  test::TempDir t;
+  const auto c = t / "c.ckpt";
+  auto r = test::run_faster(tiny("--epochs 2 --checkpoint " + c.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // A byte in the middle of the largest tensor's data (found by its bytes in the file).
+  torch::Tensor largest;
+  for (const auto& kv : read_state_dict(c))
+    if (!largest.defined() || kv.value().numel() > largest.numel()) largest = kv.value();
+  const auto data = largest.contiguous();
+  std::string bytes = test::read_file(c);
+  const auto at = bytes.find(std::string(static_cast<const char*>(data.data_ptr()), data.nbytes()));
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + data.nbytes() / 2] ^= 0x01;
+  test::write_file(c, bytes);
+  for (const std::string& command :
+       {"eval --device cpu --weights " + c.string() + test::fashion_mnist_flag(),
+        tiny("--epochs 3 --resume " + c.string())}) {
+    r = test::run_faster(command);
+    EXPECT_EQ(r.exit_code, 1) << command << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.string() + ": its entry archive/"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("does not match its CRC-32"), std::string::npos) << r.output;
   }
 }
 

@@ -162,7 +162,7 @@ TEST(Train, InterruptDuringTheTestPassKeepsTheTrainedEpoch) {
           started = std::chrono::steady_clock::now();
         return started && std::chrono::steady_clock::now() - *started > std::chrono::seconds(2);
       },
-      SIGINT);
+      SIGINT, /*timeout_s=*/240);  // a busy machine's start-up and test pass take their time
   const std::string out = test::read_file(t / "out");
   ASSERT_EQ(code, 130) << out;
   EXPECT_NE(out.find("interrupted (SIGINT) testing after epoch 1/1"), std::string::npos) << out;

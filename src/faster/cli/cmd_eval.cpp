@@ -67,7 +67,7 @@ void add_eval(CLI::App& root, int& exit_code) {
   cmd->add_option("--json", f->json, "Also write the result as JSON to this file");
   cmd->callback([f, cmd, &exit_code] {
     if (!f->json.empty()) {
-      tools::prepare_output_file(f->json, "--json");
+      tools::check_output_path(f->json, "--json");  // its folder is made before it is written
       if (resolved(f->json) == resolved(f->o.weights))
         FASTER_USAGE_ERROR("--json ", f->json, " is the --weights file: it would be overwritten");
     }
@@ -87,7 +87,10 @@ void add_eval(CLI::App& root, int& exit_code) {
         : r.tta_shifts        ? ", shift TTA"
                               : "",
         r.top1, r.top5, r.loss, static_cast<long long>(r.images), r.seconds, r.device.c_str());
-    if (!f->json.empty()) tools::write_file_atomic(f->json, r.to_json().dump(2) + "\n");
+    if (!f->json.empty()) {
+      tools::make_parent_folders(f->json, "--json");
+      tools::write_file_atomic(f->json, r.to_json().dump(2) + "\n");
+    }
     exit_code = r.skipped > 0 ? kExitBadInput : 0;
   });
 }

@@ -49,7 +49,7 @@ int launch_ranks(TrainFlags& f) {
         "--nproc given inside an already launched job (RANK is set, or this is a task "
         "of an srun step)");
   train::validate(o);  // once here, not once per rank (resolve_flags checked the files)
-  if (!o.json.empty()) tools::prepare_output_file(o.json, "--json");
+  if (!o.json.empty()) tools::check_output_path(o.json, "--json");
   train::LaunchOptions lo;
   lo.nproc = f.nproc;
   lo.exe = self_exe();
@@ -95,7 +95,7 @@ int run_train(TrainFlags& f) {
   resolve_flags(f);
   check_launch(f);
   if (f.given("--nproc") || f.nproc_taken) return launch_ranks(f);
-  if (!o.json.empty()) tools::prepare_output_file(o.json, "--json");  // before the run, not after
+  if (!o.json.empty()) tools::check_output_path(o.json, "--json");  // before the run, not after
   train::TrainCallbacks cb;
   cb.on_start = [&f](const std::string& line) {  // rank 0 only
     print_recipe(f);

@@ -11,15 +11,28 @@
 
 namespace faster::python {
 
+class Loader::Busy {
+ public:
+  explicit Busy(const Loader& l) : busy_(l.busy_) {
+    if (busy_.exchange(true))
+      throw Error("this faster.ImageLoader is in use by another call (one thread at a time)");
+  }
+  ~Busy() { busy_ = false; }
+  Busy(const Busy&) = delete;
+  Busy& operator=(const Busy&) = delete;
+
+ private:
+  std::atomic<bool>& busy_;
+};
+
 Loader::Loader(const LoaderRequest& r) : request_(r), owner_(getpid()) {
   train::DataOptions o = r.data;
   o.flip = r.train && r.flip ? train::Flip::kOn : train::Flip::kOff;
+  train::validate(o);  // res as given: its message names res
+  check_range("--world-size", r.world, 1, 1 << 20);
+  check_range("--rank", r.rank, 0, r.world - 1);
   // Python's res is the output side either way: train's crop, val's centre crop.
   if (!r.train) o.val_res = o.res.res, o.res.res = 0;
-  train::validate(o);
-  check_range("--rank", r.rank, 0, r.world - 1);
-  check_range("--world-size", r.world, 1, 1 << 20);
-  if (r.max_res != 0) check_range("--max-res", r.max_res, std::max(8, o.res.res), data::kMaxSide);
   device_ = train::resolve_device(r.device);
   if (device_.is_cpu() && o.decode == train::Decode::kNvjpeg)
     train::refuse_on_cpu(r.device, "--decode nvjpeg", "--decode cpu decodes on the CPU");
@@ -27,6 +40,8 @@ Loader::Loader(const LoaderRequest& r) : request_(r), owner_(getpid()) {
   train::WorldInfo w;
   w.rank = r.rank, w.world = r.world;
   plan_ = train::plan_data(o, data_, 0, device_, w);
+  const int side = r.train ? plan_.options.res.res : plan_.val_res;  // as the data settled it
+  if (r.max_res != 0) check_range("--max-res", r.max_res, side, data::kMaxSide);
   auto lo = train::loader_options(plan_, data_, device_, w, r.train);
   lo.sampler.shuffle = r.shuffle.value_or(r.train);
   lo.last_batch = r.pad ? data::LastBatch::kPad : plan_.options.last_batch;  // val's too
@@ -57,7 +72,18 @@ void Loader::check_usable() const {
   if (!loader_) throw Error("this faster.ImageLoader is closed");
 }
 
+int64_t Loader::batches_per_epoch() const {
+  check_usable();
+  return loader_->batches_per_epoch();
+}
+
+int64_t Loader::samples_per_epoch() const {
+  check_usable();
+  return loader_->samples_per_epoch();
+}
+
 void Loader::start_epoch(int64_t epoch) {
+  const Busy busy(*this);
   check_usable();
   check_at_least("--epoch", epoch, int64_t{0});
   loader_->start_epoch(epoch);
@@ -65,10 +91,14 @@ void Loader::start_epoch(int64_t epoch) {
 
 std::optional<std::pair<torch::Tensor, torch::Tensor>> Loader::next(
     const std::function<void()>& check) {
+  const Busy busy(*this);
   check_usable();
+  struct Reset {  // the check is the caller's, this call's only
+    data::ImageLoader& l;
+    ~Reset() { l.set_wait_check({}); }
+  } reset{*loader_};
   loader_->set_wait_check(check);
   auto b = loader_->next();
-  loader_->set_wait_check({});
   if (!b) return std::nullopt;
   indices_ = std::move(b->indices);
   auto images = permute_ ? b->images.permute({0, 3, 1, 2}) : b->images;
@@ -79,6 +109,7 @@ std::optional<std::pair<torch::Tensor, torch::Tensor>> Loader::next(
 }
 
 void Loader::set_res(int res) {
+  const Busy busy(*this);
   check_usable();
   if (!request_.train)
     throw UsageError("set_res sets the training crop's side; a validation loader's is its res");
@@ -87,6 +118,7 @@ void Loader::set_res(int res) {
 }
 
 nlohmann::json Loader::stats() const {
+  const Busy busy(*this);
   check_usable();
   const auto r = data::loader_report(*loader_);
   auto j = data::to_json(r);
@@ -121,6 +153,7 @@ nlohmann::json Loader::describe() const {
 
 void Loader::close() {
   if (getpid() != owner_) return;
+  const Busy busy(*this);
   loader_.reset();
 }
 

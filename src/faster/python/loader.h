@@ -8,6 +8,7 @@
 #include <torch/types.h>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -55,8 +56,8 @@ class Loader {
   std::optional<std::pair<torch::Tensor, torch::Tensor>> next(const std::function<void()>& check);
   // The source index of each real sample of the last batch (a bad image's stand-in's own).
   const std::vector<int64_t>& indices() const { return indices_; }
-  int64_t batches_per_epoch() const { return loader_->batches_per_epoch(); }
-  int64_t samples_per_epoch() const { return loader_->samples_per_epoch(); }
+  int64_t batches_per_epoch() const;
+  int64_t samples_per_epoch() const;
   // Train: the crop side from the next epoch on (at most max_res).
   void set_res(int res);
   const std::vector<std::string>& classes() const { return data_.classes; }
@@ -69,6 +70,10 @@ class Loader {
 
  private:
   void check_usable() const;
+  // One call at a time: a second thread's, or a signal handler's while next() waits, is refused
+  // (the image loader has one consumer, and close() must not free what next() holds).
+  class Busy;
+  mutable std::atomic<bool> busy_{false};
 
   LoaderRequest request_;
   pid_t owner_;

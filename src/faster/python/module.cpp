@@ -229,6 +229,7 @@ py::object json_to_python(const nlohmann::json& j) {
 PYBIND11_MODULE(_faster, m) {
   using namespace faster;
   using namespace faster::python;
+  py::module_::import("torch");  // its tensor type, for the tensors handed out
   m.doc() = "faster's native loader; use faster.ImageLoader";
   py::register_exception_translator([](std::exception_ptr p) {
     try {

@@ -19,7 +19,8 @@ Size downscaled_size(int w, int h, int n) {
   return {n, other(h, w)};
 }
 
-Downscaler::Downscaler(data::JpegDecoderOptions decoder_options) : decoder_(decoder_options) {}
+Downscaler::Downscaler(data::JpegDecoderOptions decoder_options)
+    : decoder_(decoder_options), png_decoder_(decoder_options.max_pixels) {}
 
 DownscaleResult Downscaler::run_png(const uint8_t* data, size_t size, int max_size,
                                     std::vector<uint8_t>& out) {

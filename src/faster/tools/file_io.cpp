@@ -192,15 +192,24 @@ void check_creatable_dir(const std::filesystem::path& dir, const std::string& fl
 }
 }  // namespace
 
-void prepare_output_file(const std::filesystem::path& path, const std::string& flag) {
+void check_output_path(const std::filesystem::path& path, const std::string& flag) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     FASTER_THROW(flag, " ", path.string(), " is a folder; give a file name");
+  check_creatable_dir(std::filesystem::absolute(path).parent_path(), flag, path);
+}
+
+void make_parent_folders(const std::filesystem::path& path, const std::string& flag) {
   const auto parent = std::filesystem::absolute(path).parent_path();
-  check_creatable_dir(parent, flag, path);
+  std::error_code ec;
   std::filesystem::create_directories(parent, ec);
   if (ec)
     FASTER_THROW(flag, " ", path.string(), ": cannot make ", parent.string(), ": ", ec.message());
+}
+
+void prepare_output_file(const std::filesystem::path& path, const std::string& flag) {
+  check_output_path(path, flag);
+  make_parent_folders(path, flag);
 }
 
 void check_output_dir(const std::filesystem::path& dir, const std::string& flag) {

@@ -41,8 +41,12 @@ void check_output_file(const std::filesystem::path& path, const std::string& fla
 // The same for a folder that is created with its parents when missing: the nearest of it and its
 // parents that exists is a folder that may be written.
 void check_output_dir(const std::filesystem::path& dir, const std::string& flag);
-// An output file's folder, made with its parents where missing (as an output folder is), after
-// the checks of check_output_dir; the path must not be a folder.  Train's and eval's outputs.
+// An output file whose folder is made with its parents where missing (as an output folder is):
+// check_output_path checks, before any work, that the path is no folder and that its folder can
+// be made (check_output_dir's rule); make_parent_folders makes it, once the work may write;
+// prepare_output_file does both.  Train's, eval's and load's outputs.
+void check_output_path(const std::filesystem::path& path, const std::string& flag);
+void make_parent_folders(const std::filesystem::path& path, const std::string& flag);
 void prepare_output_file(const std::filesystem::path& path, const std::string& flag);
 
 // Writes a tool's manifest (data::kTreeManifests) atomically with "complete": `complete`: false

@@ -12,6 +12,7 @@
 
 #include "faster/core/error.h"
 #include "faster/tools/file_io.h"
+#include "faster/train/archive_check.h"
 #include "faster/train/state_dict_pickle.h"
 
 namespace faster::train {
@@ -113,6 +114,7 @@ void check_weights_file(const fs::path& path, const std::string& flag) {
 c10::Dict<std::string, torch::Tensor> read_state_dict(const fs::path& path) {
   const auto where = path.string();
   check_weights_file(path, "");
+  check_archive_crcs(path);  // LibTorch's reader does not
   std::unique_ptr<caffe2::serialize::PyTorchStreamReader> zip;
   try {
     zip = std::make_unique<caffe2::serialize::PyTorchStreamReader>(where);

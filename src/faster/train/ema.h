@@ -4,11 +4,11 @@
 //
 // Its first update copies the model and the k-th after it averages with decay
 // min(decay, (1 + k) / (10 + k)) (timm's warm-up): the initial weights and statistics leave no
-// trace (after n updates their share is at most 9! n! / (n + 9)!, under 1e-6 past 40 updates),
-// where a plain average started at the initial model kept decay^n of it (0.99^314 = 4 % of a
-// running_var of 1.0, twenty times the true one, gave a model near chance).  BatchNorm's
-// statistics are averaged from the model's own, with the same decay: they then follow the same
-// window of training as the averaged weights, which the last step's statistics would not
+// trace, and the first copy's share after n more updates is at most 10! (n + 1)! / (n + 10)!,
+// under 1e-8 past 40, where a plain average started at the initial model kept decay^n of it
+// (0.99^314 = 4 % of a running_var of 1.0, twenty times the true one, gave a model near chance).
+// BatchNorm's statistics are averaged from the model's own, with the same decay: they then follow
+// the same window of training as the averaged weights, which the last step's statistics would not
 // (torchvision's use_buffers=True); integer buffers (num_batches_tracked) are copied.
 #pragma once
 

@@ -51,7 +51,7 @@ void EpochLoop::run_epoch(int epoch) {
   if (run_.stepper->ema() && epoch + 1 <= o_.schedule.warmup_epochs) run_.stepper->ema()->reset();
   if (evaluate) test_pass(epoch, bar, t);
   if (bar) bar->finish();
-  const EpochStats e = record(epoch, evaluate, t, timer.seconds());
+  const EpochStats e = record(epoch, evaluate, t, timer);
   report_.epochs.push_back(e);
   save(epoch);  // first: a failed write of the metrics must not lose the epoch
   auto entry = e.to_json();
@@ -120,7 +120,7 @@ void EpochLoop::test_pass(int epoch, std::optional<Progress>& bar, const Trained
   stepper.swap_ema();
 }
 
-EpochStats EpochLoop::record(int epoch, bool evaluated, const Trained& t, double seconds) {
+EpochStats EpochLoop::record(int epoch, bool evaluated, const Trained& t, const Timer& timer) {
   auto& stepper = *run_.stepper;
   // Bad images the job's loaders skipped in the epoch (training and test), summed with the step's
   // totals over the ranks: every rank knows the job's count, and rank 0 reports it.
@@ -141,7 +141,7 @@ EpochStats EpochLoop::record(int epoch, bool evaluated, const Trained& t, double
     const auto s = sums.scores();
     e.test_loss = s.loss, e.test_accuracy = s.top1, e.test_top5 = s.top5;
   }
-  e.seconds = seconds;
+  e.seconds = timer.seconds();  // after the sync: the test pass's work done
   e.train_seconds = t.seconds;
   if (loaders_.train_images) {
     const data::LoaderStats now = loaders_.train_images->stats();

@@ -4,6 +4,7 @@ list(APPEND FASTER_BASE_SOURCES
   src/faster/train/parallel/launch.cpp
   src/faster/train/schedule.cpp
   src/faster/train/training_data.cpp
+  src/faster/train/archive_check.cpp
 )
 list(APPEND FASTER_TORCH_SOURCES
   src/faster/train/amp.cpp

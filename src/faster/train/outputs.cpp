@@ -18,6 +18,7 @@ namespace {
 struct Found {
   nlohmann::json options;
   std::string what;
+  nlohmann::json checkpoint;  // a checkpoint's record (meta.json), null for anything else
 };
 
 std::string first_bytes(const fs::path& path, size_t n) {
@@ -35,9 +36,11 @@ Found identify(const fs::path& path) {
       const auto meta = checkpoint_meta(read_state_dict(path), path.string());
       const int done = meta.value("epochs_done", 0);
       const auto options = meta.value("options", nlohmann::json::object());
-      return {options, "a faster checkpoint of " + meta.value("model", std::string("?")) + " (" +
-                           std::to_string(done) + " of " +
-                           std::to_string(options.value("epochs", done)) + " epochs)"};
+      return {options,
+              "a faster checkpoint of " + meta.value("model", std::string("?")) + " (" +
+                  std::to_string(done) + " of " + std::to_string(options.value("epochs", done)) +
+                  " epochs)",
+              meta};
     } catch (const Error&) {
     }
     if (const auto meta = read_weights_meta(path); meta.is_object())
@@ -87,8 +90,7 @@ void check_checkpoint(const TrainOptions& o, const nlohmann::json& now) {
     refuse("--checkpoint", path,
            found.what + " of another run (" + differences(found.options, now) + ")",
            resume + " goes on with that run");
-  const auto meta = checkpoint_meta(read_state_dict(path), path.string());
-  if (meta.value("epochs_done", 0) >= found.options.value("epochs", 0))
+  if (found.checkpoint.value("epochs_done", 0) >= found.options.value("epochs", 0))
     refuse("--checkpoint", path, "this run, finished: " + found.what,
            resume + " --epochs N trains it on, 'faster eval --weights " + path.string() +
                "' scores it");

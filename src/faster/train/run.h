@@ -156,8 +156,9 @@ class EpochLoop {
   // The test pass, on the weights' average where there is one; an interrupt saves the trained
   // epoch before it stops.
   void test_pass(int epoch, std::optional<Progress>& bar, const Trained& t);
-  // The epoch's record from the job's sums (one read of the device); stops a diverged run.
-  EpochStats record(int epoch, bool evaluated, const Trained& t, double seconds);
+  // The epoch's record from the job's sums (one read of the device), its seconds by `timer`
+  // once they are read; stops a diverged run.
+  EpochStats record(int epoch, bool evaluated, const Trained& t, const Timer& timer);
   // Rank 0's checkpoint of a finished epoch.
   void save(int epoch);
   void stop_if_interrupted(int epoch, const char* where);

@@ -5,7 +5,9 @@
 #include <torch/torch.h>
 
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
+#include <optional>
 
 #include "faster/core/early_context.h"
 #include "faster/core/error.h"
@@ -304,6 +306,25 @@ void finish_setup(const TrainOptions& o, Job& job, Run& run, Loaders& loaders, S
   setup.marks["steps_ready_s"] = process_seconds();
 }
 
+// Rank 0 refuses outputs that are not this run's own (check_outputs), then makes their folders;
+// every rank learns whether it refused, so a refusal stops them all alike.
+void claim_outputs(const TrainOptions& o, const Job& job) {
+  std::exception_ptr refused;
+  if (job.is_main()) {
+    try {
+      check_outputs(o, run_options(o, job));
+      for (const auto& [flag, path] :
+           {std::pair{"--save", &o.save}, {"--checkpoint", &o.checkpoint}, {"--json", &o.json}})
+        if (!path->empty()) tools::make_parent_folders(*path, flag);
+    } catch (...) {
+      refused = std::current_exception();
+    }
+  }
+  if (job.dist && !every_rank(*job.dist, !refused, job.device) && !refused)
+    throw Error("rank 0 refused the run's outputs (its message says why)");
+  if (refused) std::rethrow_exception(refused);
+}
+
 // The report's totals, the log's last event and --save (the weights that were evaluated, with
 // what eval needs to score them as the run did: run_meta's record, the input's normalization).
 void finish(const TrainOptions& o, const TrainingData& d, Run& run, TrainReport& report,
@@ -360,10 +381,11 @@ void check_resume_file(const std::string& path) {
 
 void check_run_files(const TrainOptions& o) {
   // Output paths first: a run must not end by failing to write.
-  // (Their folders are made, with their parents, as --log-dir's is.)
-  if (!o.save.empty()) tools::prepare_output_file(o.save, "--save");
-  if (!o.checkpoint.empty()) tools::prepare_output_file(o.checkpoint, "--checkpoint");
-  if (!o.json.empty()) tools::prepare_output_file(o.json, "--json");
+  // (Their folders are made, with their parents, as --log-dir's is: by rank 0, once the run has
+  // passed its checks, make_output_folders.)
+  if (!o.save.empty()) tools::check_output_path(o.save, "--save");
+  if (!o.checkpoint.empty()) tools::check_output_path(o.checkpoint, "--checkpoint");
+  if (!o.json.empty()) tools::check_output_path(o.json, "--json");
   if (!o.log_dir.empty()) tools::check_output_dir(o.log_dir, "--log-dir");
   if (!o.resume.empty()) check_resume_file(o.resume);
   std::error_code ec;
@@ -380,12 +402,14 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   const TrainingData d = open_data(o, job.device, setup);
   const DataPlan plan = plan_run_data(o, d, job);
   auto mo = model_options(o, d, plan, job);
-  if (job.is_main()) check_outputs(o, run_options(o, job));  // before any work
+  claim_outputs(o, job);  // before any work
+  // The stepper and its graphs end inside the side stream's scope: it is declared first.
+  std::optional<SideStreamScope> side_stream;
   Run run = build_model_step(o, d, plan, job, std::move(mo), setup);
   MetricsLog log(job.is_main() ? o.log_dir : std::string());
   TrainReport report = start_report(o, d, job, run);
   if (job.dist) check_ranks_agree(*job.dist, report.options, run.mo.classes, job.device);
-  SideStreamScope side_stream(o.cuda_graph ? job.device : torch::Device(torch::kCPU));
+  side_stream.emplace(o.cuda_graph ? job.device : torch::Device(torch::kCPU));
   build_stepper(o, plan, job, run);
   report.start_epoch = restore(o, d, run, report, job.is_main());
   announce(o, d, job, report, log, callbacks);

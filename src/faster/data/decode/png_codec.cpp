@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string_view>
 
 #include "faster/core/error.h"
 
@@ -41,13 +42,12 @@ bool is_png(const uint8_t* data, size_t size) {
 }
 
 std::string unsupported_image_format(const uint8_t* d, size_t n) {
-  const auto starts = [&](const char* s, size_t at = 0) {
-    const size_t len = std::strlen(s);
-    return n >= at + len && std::memcmp(d + at, s, len) == 0;
+  const auto starts = [&](std::string_view s, size_t at = 0) {
+    return n >= at + s.size() && std::memcmp(d + at, s.data(), s.size()) == 0;
   };
   if (starts("BM")) return "BMP";
   if (starts("RIFF") && starts("WEBP", 8)) return "WebP";
-  if (starts("II*") || starts("MM\x00*")) return "TIFF";
+  if (starts(std::string_view("II*\0", 4)) || starts(std::string_view("MM\0*", 4))) return "TIFF";
   if (starts("GIF8")) return "GIF";
   if (n >= 2 && d[0] == 'P' && d[1] >= '1' && d[1] <= '6') return "PPM/PGM";
   return "";
