@@ -257,20 +257,26 @@ def test_two_loaders_at_once_and_deleting_one_mid_epoch_leaves_no_thread(photos)
     assert threads() == before
 
 
-def test_ctrl_c_stops_a_waiting_iteration_promptly(tmp_path):
-    # One worker decoding 8 large noise JPEGs per batch: a batch takes about a second.  Timed once
-    # whole, then SIGINT comes a quarter of the way into the next one: next() must stop well
-    # before the batch would have been done (it polls for signals every 50 ms).
+@pytest.fixture(scope="module")
+def big_noise(tmp_path_factory):
+    """8 large noise JPEGs in 2 classes: with one worker a batch of them takes about a second."""
     import numpy as np
     from PIL import Image
+    root = tmp_path_factory.mktemp("big") / "noise"
     rng = np.random.default_rng(0)
     for i in range(8):
-        (tmp_path / "big" / "ab"[i % 2]).mkdir(parents=True, exist_ok=True)
+        (root / "ab"[i % 2]).mkdir(parents=True, exist_ok=True)
         pixels = rng.integers(0, 256, (2400, 2400, 3), dtype=np.uint8)
-        Image.fromarray(pixels).save(tmp_path / "big" / "ab"[i % 2] / f"{i}.jpg", quality=95)
+        Image.fromarray(pixels).save(root / "ab"[i % 2] / f"{i}.jpg", quality=95)
+    return root
+
+
+def test_ctrl_c_stops_a_waiting_iteration_promptly(big_noise):
+    # Timed once whole, then SIGINT comes a quarter of the way into the next batch: next() must
+    # stop well before the batch would have been done (it polls for signals every 50 ms).
     code = f"""
         import os, signal, threading, time, faster
-        loader = faster.ImageLoader({str(tmp_path / 'big')!r}, 8, res=64, workers=1)
+        loader = faster.ImageLoader({str(big_noise)!r}, 8, res=64, workers=1)
         t = time.time()
         next(iter(loader))
         whole = time.time() - t
@@ -286,6 +292,27 @@ def test_ctrl_c_stops_a_waiting_iteration_promptly(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "stopped" in r.stdout, r.stdout
     assert float(r.stdout.split()[1]) < 0.75, r.stdout
+
+
+def test_one_call_at_a_time_even_from_a_signal_handler(big_noise):
+    # A handler that closes the loader while next() waits for its batch is refused (it would free
+    # what next() holds); the loop gets the handler's error, and the loader still works.
+    code = f"""
+        import signal, faster
+        loader = faster.ImageLoader({str(big_noise)!r}, 8, res=64, workers=1)
+        signal.signal(signal.SIGALRM, lambda *_: loader.close())
+        signal.setitimer(signal.ITIMER_REAL, 0.1)
+        try:
+            next(iter(loader))
+            print("not interrupted")
+        except RuntimeError as e:
+            print("refused:", e)
+        print("then", sum(len(y) for _, y in loader))
+    """
+    r = run_python(code, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "refused: this faster.ImageLoader is in use by another call" in r.stdout, r.stdout
+    assert "then 8" in r.stdout, r.stdout
 
 
 def test_a_fork_of_other_code_neither_hangs_nor_breaks_the_loader(photos):
