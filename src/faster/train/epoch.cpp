@@ -72,9 +72,10 @@ void EpochLoop::train_pass(int epoch, std::optional<Progress>& bar, const Timer&
     bar->set_suffix(s);
   };
   while (auto b = loaders_.train->next()) {
-    t.lr = o_.sgd.lr * lr_factor(o_.schedule, step_++, steps_per_epoch_, o_.epochs);
+    const int64_t step = step_++;
+    t.lr = o_.sgd.lr * lr_factor(o_.schedule, step, steps_per_epoch_, o_.epochs);
     stepper.set_lr(t.lr);
-    stepper.train_batch(*b);
+    stepper.train_batch(*b, step);
     stop_if_interrupted(epoch, "in");
     t.seen += b->size;
     if (!bar) continue;

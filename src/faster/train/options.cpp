@@ -101,6 +101,25 @@ TrainOptions recipe_options(Recipe recipe) {
     o.schedule.decay = LrDecay::kCosine;
     return o;
   }
+  if (recipe == Recipe::kTorchvision) {
+    // torchvision's references/classification/train.py as its defaults stand: SGD 0.1 (momentum
+    // 0.9, weight decay 1e-4 on every parameter), batch 32 per process, 90 epochs, StepLR x0.1
+    // every 30 epochs, no warm-up, no label smoothing; RandomResizedCrop 224 + flip, val 256 ->
+    // 224.
+    o.model = "resnet18";
+    o.epochs = 90;
+    o.batch = 32;
+    o.sgd.lr = 0.1;
+    o.sgd.momentum = 0.9;
+    o.sgd.weight_decay = 1e-4;
+    o.schedule.per_epoch = true;
+    o.schedule.decay = LrDecay::kStep;
+    o.schedule.step_size = 30;
+    o.schedule.warmup_start = 0.01;
+    o.schedule.warmup_shape = WarmupShape::kConstant;
+    o.res.res = 224;
+    return o;
+  }
   // ImageNet-style (torchvision's reference and FFCV's ResNet recipes): SGD with Nesterov momentum,
   // 0.1 per 256 images, no weight decay on BatchNorm and biases, label smoothing 0.1, a short
   // linear warm-up then cosine to zero, random-resized-crop 224 + flip, val 256 -> 224.
@@ -182,6 +201,10 @@ void validate_optimizer(const TrainOptions& o) {
   if (!(o.sgd.weight_decay >= 0) || !std::isfinite(o.sgd.weight_decay))
     FASTER_USAGE_ERROR("--weight-decay must be a finite number >= 0 (got ", o.sgd.weight_decay,
                        ")");
+  for (const auto& [flag, decay] : {std::pair{"--norm-weight-decay", o.sgd.norm_weight_decay},
+                                    std::pair{"--bias-weight-decay", o.sgd.bias_weight_decay}})
+    if (!(decay >= -1) || !std::isfinite(decay) || (decay < 0 && decay != -1))
+      FASTER_USAGE_ERROR(flag, " must be a finite number >= 0 (got ", decay, ")");
   if (!(o.sgd.muon_lr >= 0) || !std::isfinite(o.sgd.muon_lr))
     FASTER_USAGE_ERROR("--muon-lr must be a finite number >= 0 (got ", o.sgd.muon_lr,
                        "; 0: no Muon)");
@@ -209,6 +232,17 @@ void validate_run(const TrainOptions& o) {
     FASTER_USAGE_ERROR("--label-smoothing must be in [0, 1) (got ", o.label_smoothing, ")");
   if (!(o.ema_decay == 0 || (o.ema_decay > 0 && o.ema_decay < 1)))
     FASTER_USAGE_ERROR("--ema must be in (0, 1) (got ", o.ema_decay, ")");
+  check_range("--model-ema-steps", o.ema_every, 1, 1 << 20);
+  if (!(o.augment.random_erase >= 0 && o.augment.random_erase <= 1))
+    FASTER_USAGE_ERROR("--random-erase must be a probability in [0, 1] (got ",
+                       o.augment.random_erase, ")");
+  for (const auto& [flag, alpha] : {std::pair{"--mixup-alpha", o.augment.mixup_alpha},
+                                    std::pair{"--cutmix-alpha", o.augment.cutmix_alpha}})
+    if (!(alpha >= 0 && alpha <= 100))
+      FASTER_USAGE_ERROR(flag, " must be in [0, 100] (got ", alpha, "; 0: off)");
+  if (!(o.clip_grad_norm >= 0) || !std::isfinite(o.clip_grad_norm))
+    FASTER_USAGE_ERROR("--clip-grad-norm must be a finite number >= 0 (got ", o.clip_grad_norm,
+                       "; 0: off)");
   check_at_least("--eval-every", o.eval_every, 1);
   validate(o.schedule, o.epochs);
   validate(o.res, o.epochs);
@@ -360,8 +394,18 @@ void take_run_options(const nlohmann::json& saved, TrainOptions& o, const std::s
   r.take("min_lr", o.schedule.min_lr);
   r.take_epochs("lr_steps", o.schedule.step_epochs);
   r.take("lr_gamma", o.schedule.step_gamma);
+  r.take("lr_per_epoch", o.schedule.per_epoch);
+  r.take("lr_warmup_method", kWarmupShapeNames, o.schedule.warmup_shape);
+  r.take("lr_step_size", o.schedule.step_size);
+  r.take("norm_weight_decay", o.sgd.norm_weight_decay);
+  r.take("bias_weight_decay", o.sgd.bias_weight_decay);
+  r.take("clip_grad_norm", o.clip_grad_norm);
+  r.take("random_erase", o.augment.random_erase);
+  r.take("mixup_alpha", o.augment.mixup_alpha);
+  r.take("cutmix_alpha", o.augment.cutmix_alpha);
   r.take("label_smoothing", o.label_smoothing);
   r.take("ema", o.ema_decay);
+  r.take("ema_every", o.ema_every);
   r.take("res", o.res.res);
   r.take("res_end", o.res.end_res);
   std::vector<int> ramp{o.res.ramp_start, o.res.ramp_end};
@@ -414,8 +458,18 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"min_lr", o.schedule.min_lr},
           {"lr_steps", one_based(o.schedule.step_epochs)},
           {"lr_gamma", o.schedule.step_gamma},
+          {"lr_per_epoch", o.schedule.per_epoch},
+          {"lr_warmup_method", enum_name(kWarmupShapeNames, o.schedule.warmup_shape)},
+          {"lr_step_size", o.schedule.step_size},
+          {"norm_weight_decay", o.sgd.norm_weight_decay},
+          {"bias_weight_decay", o.sgd.bias_weight_decay},
+          {"clip_grad_norm", o.clip_grad_norm},
+          {"random_erase", o.augment.random_erase},
+          {"mixup_alpha", o.augment.mixup_alpha},
+          {"cutmix_alpha", o.augment.cutmix_alpha},
           {"label_smoothing", o.label_smoothing},
           {"ema", o.ema_decay},
+          {"ema_every", o.ema_every},
           {"res", o.res.res},
           {"res_end", o.res.end_res},
           {"res_ramp", one_based({o.res.ramp_start, o.res.ramp_end})},

@@ -15,6 +15,7 @@
 #include "faster/data/sources/array_dataset.h"
 #include "faster/models/model.h"
 #include "faster/train/amp.h"
+#include "faster/train/batch_augment.h"
 #include "faster/train/data_options.h"
 #include "faster/train/schedule.h"
 #include "faster/train/sgd.h"
@@ -35,12 +36,14 @@ inline constexpr EnumName<GpuWait> kGpuWaitNames[] = {{"auto", GpuWait::kAuto},
 // Named sets of defaults (what a flag the user did not give becomes): the seed's ThinNet benchmark
 // (a GPU workload), a ThinNet sized for the CPU, an ImageNet-style recipe for ResNets, and the
 // time-to-accuracy recipes.
-enum class Recipe { kSeed, kImagenet, kSpeedrun, kSpeedrun95, kCpu };
+// torchvision: the defaults of torchvision's references/classification/train.py.
+enum class Recipe { kSeed, kImagenet, kSpeedrun, kSpeedrun95, kCpu, kTorchvision };
 inline constexpr EnumName<Recipe> kRecipeNames[] = {{"seed", Recipe::kSeed},
                                                     {"cpu", Recipe::kCpu},
                                                     {"imagenet", Recipe::kImagenet},
                                                     {"speedrun", Recipe::kSpeedrun},
-                                                    {"speedrun95", Recipe::kSpeedrun95}};
+                                                    {"speedrun95", Recipe::kSpeedrun95},
+                                                    {"torchvision", Recipe::kTorchvision}};
 // Time-to-accuracy recipes: timed from process start, every start-up cost counted.
 inline bool is_speedrun(Recipe r) {
   return r == Recipe::kSpeedrun || r == Recipe::kSpeedrun95;
@@ -63,7 +66,14 @@ struct TrainOptions : DataOptions {
   double lr_per_256 = 0;
   LrSchedule schedule;
   double label_smoothing = 0;
+  // Random erasing, mixup and cutmix on the device (torchvision's --random-erase, --mixup-alpha,
+  // --cutmix-alpha): train/batch_augment.h.
+  BatchAugmentOptions augment;
+  // > 0: the gradient's total L2 norm is clipped to this before each step (after the fp16
+  // scaler's unscaling and DDP's average, as torch.nn.utils.clip_grad_norm_ in torchvision's loop).
+  double clip_grad_norm = 0;
   double ema_decay = 0;  // > 0: evaluate (and save) an exponential moving average of the weights
+  int ema_every = 1;     // ...updated every this many steps (torchvision's --model-ema-steps)
   std::vector<int> blocks{3, 3, 2};
   std::vector<int> filters{32, 64, 128};
 

@@ -11,7 +11,35 @@ namespace {
 constexpr double kPi = 3.14159265358979323846;
 }
 
+namespace {
+// torchvision's SequentialLR of a warm-up and its main scheduler, at epoch `epoch`.
+double torchvision_factor(const LrSchedule& s, int64_t epoch, int epochs) {
+  const auto warmup = static_cast<int64_t>(s.warmup_epochs);
+  if (epoch < warmup)
+    return s.warmup_shape == WarmupShape::kConstant
+               ? s.warmup_start
+               : s.warmup_start + (1.0 - s.warmup_start) * static_cast<double>(epoch) / warmup;
+  const int64_t e = epoch - warmup;  // the main scheduler's own epoch
+  switch (s.decay) {
+    case LrDecay::kCosine:
+      return s.min_lr + (1.0 - s.min_lr) * 0.5 *
+                            (1.0 + std::cos(kPi * static_cast<double>(e) /
+                                            std::max<int64_t>(1, epochs - warmup)));
+    case LrDecay::kStep:
+      return std::pow(s.step_gamma, static_cast<double>(e / std::max(1, s.step_size)));
+    case LrDecay::kExponential:
+      return std::pow(s.step_gamma, static_cast<double>(e));
+    case LrDecay::kConstant:
+    case LrDecay::kLinear:
+      break;
+  }
+  return 1.0;
+}
+}  // namespace
+
 double lr_factor(const LrSchedule& s, int64_t step, int64_t steps_per_epoch, int epochs) {
+  if (s.per_epoch)
+    return torchvision_factor(s, step / std::max<int64_t>(1, steps_per_epoch), epochs);
   const int64_t total = steps_per_epoch * epochs;
   const int64_t warmup = static_cast<int64_t>(std::llround(s.warmup_epochs * steps_per_epoch));
   if (step < warmup) {
@@ -36,6 +64,10 @@ double lr_factor(const LrSchedule& s, int64_t step, int64_t steps_per_epoch, int
         if (epoch >= e) f *= s.step_gamma;
       return f;
     }
+    case LrDecay::kExponential: {
+      const int64_t epoch = step / std::max<int64_t>(1, steps_per_epoch);
+      return std::pow(s.step_gamma, static_cast<double>(epoch));
+    }
     case LrDecay::kConstant:
       break;
   }
@@ -52,6 +84,13 @@ void validate(const LrSchedule& s, int epochs) {
     FASTER_USAGE_ERROR("--min-lr must be between 0 and 1, a fraction of --lr (got ", s.min_lr, ")");
   if (!(s.step_gamma > 0 && s.step_gamma <= 1))
     FASTER_USAGE_ERROR("--lr-gamma must be in (0, 1] (got ", s.step_gamma, ")");
+  if (s.per_epoch) {
+    if (s.warmup_epochs != std::floor(s.warmup_epochs))
+      FASTER_USAGE_ERROR("--lr-warmup-epochs counts whole epochs with --lr-scheduler (got ",
+                         s.warmup_epochs, ")");
+    if (s.decay == LrDecay::kStep) check_range("--lr-step-size", s.step_size, 1, 1 << 20);
+    return;
+  }
   if (s.decay == LrDecay::kStep && s.step_epochs.empty())
     FASTER_USAGE_ERROR("--lr-decay step needs --lr-steps (epochs at which the rate drops)");
   for (int e : s.step_epochs)  // 0-based here, 1-based on the command line

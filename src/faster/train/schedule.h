@@ -12,11 +12,23 @@
 
 namespace faster::train {
 
-enum class LrDecay { kConstant, kCosine, kStep, kLinear };
+enum class LrDecay { kConstant, kCosine, kStep, kLinear, kExponential };
 inline constexpr EnumName<LrDecay> kLrDecayNames[] = {{"constant", LrDecay::kConstant},
                                                       {"cosine", LrDecay::kCosine},
                                                       {"step", LrDecay::kStep},
-                                                      {"linear", LrDecay::kLinear}};
+                                                      {"linear", LrDecay::kLinear},
+                                                      {"exponential", LrDecay::kExponential}};
+// torchvision's --lr-scheduler names: its schedulers, stepped once per epoch.
+inline constexpr EnumName<LrDecay> kTorchvisionSchedulers[] = {
+    {"steplr", LrDecay::kStep},
+    {"cosineannealinglr", LrDecay::kCosine},
+    {"exponentiallr", LrDecay::kExponential}};
+
+// The warm-up's shape: linear from warmup_start to 1, or constant at warmup_start (torchvision's
+// --lr-warmup-method linear|constant).
+enum class WarmupShape { kLinear, kConstant };
+inline constexpr EnumName<WarmupShape> kWarmupShapeNames[] = {{"linear", WarmupShape::kLinear},
+                                                              {"constant", WarmupShape::kConstant}};
 
 // The rate relative to its peak (SgdOptions::lr): 1 after the warm-up until a decay starts.
 struct LrSchedule {
@@ -25,12 +37,21 @@ struct LrSchedule {
   LrDecay decay = LrDecay::kConstant;
   double min_lr = 0.0;           // cosine, linear: the rate at the end of the run, of the peak
   std::vector<int> step_epochs;  // step: epochs (0-based) at which the rate is multiplied...
-  double step_gamma = 0.1;       // ...by this
+  double step_gamma = 0.1;       // ...by this (exponential: every epoch)
+  // torchvision's schedulers (--lr-scheduler): the rate changes once per epoch, the warm-up over
+  // whole epochs (linear: LinearLR from warmup_start, constant: ConstantLR at it), then StepLR
+  // (x step_gamma every step_size epochs), CosineAnnealingLR (T_max = epochs - warm-up, to min_lr)
+  // or ExponentialLR (x step_gamma each epoch), counted from the warm-up's end as SequentialLR
+  // does.
+  bool per_epoch = false;
+  WarmupShape warmup_shape = WarmupShape::kLinear;
+  int step_size = 30;
 };
 
 // The rate of step `step` (0-based, global) of a run of `epochs` epochs of `steps_per_epoch` steps,
 // as a fraction of the peak.  Cosine and linear decay over the steps after the warm-up down to
-// min_lr at the last step (linear after a linear warm-up: a triangular, one-cycle schedule).
+// min_lr at the last step (linear after a linear warm-up: a triangular, one-cycle schedule);
+// per_epoch: torchvision's, per epoch.
 double lr_factor(const LrSchedule& s, int64_t step, int64_t steps_per_epoch, int epochs);
 
 // Throws faster::Error naming the flag when a value is out of range.

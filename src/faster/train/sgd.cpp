@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include "faster/core/error.h"
@@ -35,7 +36,29 @@ torch::Tensor flat_grad_of(const torch::Tensor& param) {
   return g.defined() ? memory_order_flat(layout_like(g, param)) : torch::Tensor();
 }
 
-FlatSgd::FlatSgd(std::vector<torch::Tensor> params, SgdOptions options)
+std::vector<ParamRole> param_roles(
+    const std::vector<std::pair<std::string, torch::Tensor>>& named) {
+  std::map<std::string, int64_t> weight_dims;  // module prefix -> its weight's dimensions
+  const auto split = [](const std::string& name) {
+    const auto dot = name.rfind('.');
+    return dot == std::string::npos ? std::pair<std::string, std::string>{"", name}
+                                    : std::pair{name.substr(0, dot), name.substr(dot + 1)};
+  };
+  for (const auto& [name, t] : named) {
+    const auto [module, leaf] = split(name);
+    if (leaf == "weight") weight_dims[module] = t.dim();
+  }
+  std::vector<ParamRole> roles;
+  for (const auto& [name, t] : named) {
+    const auto [module, leaf] = split(name);
+    const auto it = weight_dims.find(module);
+    roles.push_back({it != weight_dims.end() ? it->second == 1 : t.dim() <= 1, leaf == "bias"});
+  }
+  return roles;
+}
+
+FlatSgd::FlatSgd(std::vector<torch::Tensor> params, SgdOptions options,
+                 std::vector<ParamRole> roles)
     : params_(std::move(params)), options_(options) {
   FASTER_CHECK(!params_.empty(), "FlatSgd: no parameters");
   int64_t total = 0;
@@ -60,11 +83,22 @@ FlatSgd::FlatSgd(std::vector<torch::Tensor> params, SgdOptions options)
   const auto slice = [&](torch::Tensor& t, size_t i) {
     return t.narrow(0, offsets_[i], params_[i].numel());
   };
-  if (options_.weight_decay != 0 && (!options_.decay_1d || !banks.empty())) {
-    decay_ = torch::full_like(flat_, options_.weight_decay);
-    for (size_t i = 0; i < params_.size(); ++i)
-      if (params_[i].dim() <= 1 && !options_.decay_1d) slice(decay_, i).zero_();
-    for (size_t i : banks) slice(decay_, i).zero_();
+  FASTER_CHECK(roles.empty() || roles.size() == params_.size(), "FlatSgd: ", roles.size(),
+               " roles for ", params_.size(), " parameters");
+  const auto decay_of = [&](size_t i) {
+    const auto role = roles.empty() ? ParamRole{params_[i].dim() <= 1, false} : roles[i];
+    if (role.bias && options_.bias_weight_decay >= 0) return options_.bias_weight_decay;
+    if (role.norm && options_.norm_weight_decay >= 0) return options_.norm_weight_decay;
+    return params_[i].dim() <= 1 && !options_.decay_1d ? 0.0 : options_.weight_decay;
+  };
+  std::vector<double> decays(params_.size());
+  for (size_t i = 0; i < params_.size(); ++i) decays[i] = decay_of(i);
+  for (size_t i : banks) decays[i] = 0;
+  const bool uniform = std::all_of(decays.begin(), decays.end(),
+                                   [&](double d) { return d == options_.weight_decay; });
+  if (!uniform) {
+    decay_ = torch::empty_like(flat_);
+    for (size_t i = 0; i < params_.size(); ++i) slice(decay_, i).fill_(decays[i]);
   }
   if (!banks.empty()) {
     momentum_coef_ = torch::full_like(flat_, options_.momentum);

@@ -20,6 +20,12 @@ struct SgdOptions {
   // Weight decay on 1-d parameters too (BatchNorm weights and biases, every bias); false leaves
   // them undecayed (torchvision's --norm-weight-decay 0 --bias-weight-decay 0).
   bool decay_1d = true;
+  // >= 0: the weight decay of normalization layers' parameters (torchvision's
+  // --norm-weight-decay) and of every parameter named bias (--bias-weight-decay, which wins for a
+  // norm's bias, as in torchvision's set_weight_decay); < 0: weight_decay, or 0 where decay_1d
+  // is off.
+  double norm_weight_decay = -1;
+  double bias_weight_decay = -1;
   // Muon where muon_lr > 0, for the convolution filters (4-d parameters): a bank's Nesterov (as
   // `nesterov`) momentum with muon_momentum, as a matrix of one row per output channel, is
   // orthogonalized by muon_steps Newton-Schulz iterations (newton_schulz: bf16 on CUDA, float on
@@ -31,10 +37,19 @@ struct SgdOptions {
   int muon_steps = 3;
 };
 
+// What a parameter is, for its weight decay: a normalization layer's (its module's weight is 1-d)
+// and/or a bias (named "bias").
+struct ParamRole {
+  bool norm = false, bias = false;
+};
+// The roles of `named` parameters by their names (torchvision's, "layer1.0.bn1.weight").
+std::vector<ParamRole> param_roles(const std::vector<std::pair<std::string, torch::Tensor>>& named);
+
 class FlatSgd {
  public:
   // `params` keep their shapes and memory formats; their storage moves into one flat buffer.
-  FlatSgd(std::vector<torch::Tensor> params, SgdOptions options);
+  // `roles` (one per parameter, or none: every 1-d parameter a norm's) decide their decays.
+  FlatSgd(std::vector<torch::Tensor> params, SgdOptions options, std::vector<ParamRole> roles = {});
 
   // Drops every gradient (zero_grad with set_to_none).
   void zero_grad();

@@ -32,7 +32,22 @@ class CudnnBenchmarkOff {
   bool active_;
 };
 
+// The trainable parameters' roles for their weight decay (SgdOptions), by their names.
+std::vector<ParamRole> trainable_roles(const models::Model& model) {
+  std::vector<std::pair<std::string, torch::Tensor>> named;
+  for (const auto& p : model->named_parameters())
+    if (p.value().requires_grad()) named.emplace_back(p.key(), p.value());
+  return param_roles(named);
+}
+
 }  // namespace
+
+// A non-finite norm (an fp16 step the scaler skips) makes the factor 0 or NaN: that step is
+// dropped by found_inf anyway.
+void clip_grad_norm(torch::Tensor& flat_grad, double max_norm) {
+  const auto factor = (max_norm / (flat_grad.norm() + 1e-6)).clamp_max(1.0);
+  flat_grad.mul_(factor);
+}
 
 std::vector<torch::Tensor> trainable(const std::vector<torch::Tensor>& params) {
   std::vector<torch::Tensor> out;
@@ -68,7 +83,7 @@ Stepper::Stepper(models::Model model, const TrainOptions& o, torch::Device devic
     : o_(o),
       device_(device),
       model_(std::move(model)),
-      sgd_(trainable(model_->parameters()), o.sgd),
+      sgd_(trainable(model_->parameters()), o.sgd, trainable_roles(model_)),
       input_nhwc_(input_nhwc),
       dp_devices_(std::move(dp_devices)),
       dist_(dist) {
@@ -90,6 +105,8 @@ Stepper::Stepper(models::Model model, const TrainOptions& o, torch::Device devic
   normalize_ = data::PixelNormalizer(norm, channels, data::Layout::kNCHW, device);
   if (o.precision == Precision::kFloat16) scaler_.emplace(device);
   if (o.ema_decay > 0) ema_.emplace(sgd_.flat_params(), model_->buffers(), o.ema_decay);
+  if (o.augment.any())
+    augment_.emplace(o.augment, o.seed, dist ? dist->world().rank : 0, o.batch, device);
 }
 
 void Stepper::start_epoch() {
@@ -100,10 +117,14 @@ void Stepper::start_epoch() {
   evaluated_.zero_();
 }
 
-void Stepper::train_batch(const data::Batch& b) {
+void Stepper::train_batch(const data::Batch& b, int64_t step) {
+  if (augment_) {
+    const auto& s = b.images.sizes();  // [n, h, w, c] or [n, c, h, w]
+    augment_->draw(step, b.size, input_nhwc_ ? s[1] : s[2], input_nhwc_ ? s[2] : s[3]);
+  }
   run(b, train_graph_,
       [this](const torch::Tensor& x, const torch::Tensor& y, int64_t n) { train_step(x, y, n); });
-  if (ema_) ema_->update();
+  if (ema_ && step % o_.ema_every == 0) ema_->update();
 }
 
 void Stepper::eval_batch(const data::Batch& b) {
@@ -230,8 +251,13 @@ void Stepper::train_step(const torch::Tensor& x, const torch::Tensor& y, int64_t
   torch::Tensor loss;
   {
     AutocastScope autocast(device_.type(), o_.precision, /*cache=*/!o_.cuda_graph);
-    loss = F::cross_entropy(forward(prepare(x)), y,
-                            F::CrossEntropyFuncOptions().label_smoothing(o_.label_smoothing));
+    auto input = prepare(x);
+    if (augment_) input = augment_->images(input);
+    const auto out = forward(input);
+    // Mixed images score against their mixed one-hot labels (label smoothing applies on top).
+    loss =
+        F::cross_entropy(out, augment_ && augment_->mixes() ? augment_->targets(y, out.size(1)) : y,
+                         F::CrossEntropyFuncOptions().label_smoothing(o_.label_smoothing));
   }
   if (reducer_) reducer_->begin();
   (scaler_ ? scaler_->scale(loss) : loss).backward();
@@ -239,9 +265,11 @@ void Stepper::train_step(const torch::Tensor& x, const torch::Tensor& y, int64_t
   auto grad = reducer_ ? reducer_->finish() : sgd_.flat_grad();
   if (scaler_) {
     auto found_inf = scaler_->unscale_(grad);
+    if (o_.clip_grad_norm > 0) clip_grad_norm(grad, o_.clip_grad_norm);
     sgd_.step(grad, found_inf);
     scaler_->update(found_inf);
   } else {
+    if (o_.clip_grad_norm > 0) clip_grad_norm(grad, o_.clip_grad_norm);
     sgd_.step(grad);
   }
   loss_sum_.add_(loss.detach().to(torch::kFloat) * n);

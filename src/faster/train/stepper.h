@@ -16,6 +16,7 @@
 #include "faster/data/loader/loader.h"
 #include "faster/models/model.h"
 #include "faster/train/amp.h"
+#include "faster/train/batch_augment.h"
 #include "faster/train/ema.h"
 #include "faster/train/options.h"
 #include "faster/train/parallel/dist.h"
@@ -55,6 +56,10 @@ struct StepTotals {
   Scores scores() const;
 };
 
+// torch.nn.utils.clip_grad_norm_ over a flat gradient: times min(1, max_norm / (norm + 1e-6)), on
+// the device, without the host reading the norm.
+void clip_grad_norm(torch::Tensor& flat_grad, double max_norm);
+
 class Stepper {
  public:
   // `norm`: the model's input normalization; `input_nhwc`: batches arrive as [n, h, w, c].
@@ -69,7 +74,8 @@ class Stepper {
 
   void set_lr(double lr) { sgd_.set_lr(lr); }
   void start_epoch();
-  void train_batch(const data::Batch& b);
+  // `step`: the run's step (0-based), which seeds the batch's augmentation draws.
+  void train_batch(const data::Batch& b, int64_t step = 0);
   void eval_batch(const data::Batch& b);
 
   // The epoch's sums as one device tensor [train loss, eval loss, top1, top5] (for all-reduce)...
@@ -116,6 +122,7 @@ class Stepper {
   FlatSgd sgd_;
   std::optional<GradScaler> scaler_;
   std::optional<WeightEma> ema_;
+  std::optional<BatchAugment> augment_;  // random erasing, mixup, cutmix
   std::unique_ptr<Captured> train_graph_, eval_graph_;
   data::PixelNormalizer normalize_;  // uint8 batches, NCHW
   bool input_nhwc_;
