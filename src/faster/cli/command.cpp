@@ -193,11 +193,23 @@ void add_nvjpeg_options(CLI::App* cmd, data::CpuShare& cpu_share, int& threads) 
 }
 
 namespace {
+// The name messages use of an option with several ("-j,--workers": --workers).
+std::string long_name(const std::string& names) {
+  size_t at = 0;
+  while (at < names.size()) {
+    const size_t end = std::min(names.find(',', at), names.size());
+    if (names.compare(at, 2, "--") == 0) return names.substr(at, end - at);
+    at = end + 1;
+  }
+  return names;
+}
+
 template <typename T>
-CLI::Option* add_count(CLI::App* cmd, const std::string& flag, T& value, int64_t lo, int64_t hi,
+CLI::Option* add_count(CLI::App* cmd, const std::string& names, T& value, int64_t lo, int64_t hi,
                        const std::string& help) {
+  const std::string flag = long_name(names);
   return cmd->add_option_function<std::string>(
-      flag,
+      names,
       [&value, flag, lo, hi](const std::string& text) {
         errno = 0;
         char* end = nullptr;
@@ -221,8 +233,9 @@ CLI::Option* add_count_option(CLI::App* cmd, const std::string& flag, int64_t& v
                               int64_t hi, const std::string& help) {
   return add_count(cmd, flag, value, lo, hi, help);
 }
-CLI::Option* add_workers_option(CLI::App* cmd, int& value, const std::string& help) {
-  return add_count_option(cmd, "--workers", value, 0, kMaxWorkers, help);
+CLI::Option* add_workers_option(CLI::App* cmd, int& value, const std::string& help,
+                                const std::string& names) {
+  return add_count_option(cmd, names, value, 0, kMaxWorkers, help);
 }
 
 CLI::Option* add_device_option(CLI::App* cmd, std::string& value) {
@@ -259,10 +272,11 @@ CLI::Option* add_seed_option(CLI::App* cmd, uint64_t& seed, const std::string& h
       ->default_str(std::to_string(seed));
 }
 
-CLI::Option* add_val_side_option(CLI::App* cmd, const std::string& flag, int& side, int max_side,
+CLI::Option* add_val_side_option(CLI::App* cmd, const std::string& names, int& side, int max_side,
                                  const std::string& help) {
+  const std::string flag = long_name(names);
   return cmd->add_option_function<int>(
-      flag,
+      names,
       [&side, flag, max_side](int value) {
         check_range(flag.c_str(), value, 8, max_side);
         side = value;

@@ -80,7 +80,9 @@ CLI::Option* add_count_option(CLI::App* cmd, const std::string& flag, int& value
 CLI::Option* add_count_option(CLI::App* cmd, const std::string& flag, int64_t& value, int64_t lo,
                               int64_t hi, const std::string& help);
 // --workers (kMaxWorkers) and --epochs (kMaxEpochs), as every command that has them takes them.
-CLI::Option* add_workers_option(CLI::App* cmd, int& value, const std::string& help);
+// `names`: the flag's names (train adds torchvision's -j).
+CLI::Option* add_workers_option(CLI::App* cmd, int& value, const std::string& help,
+                                const std::string& names = "--workers");
 template <typename T>
 CLI::Option* add_epochs_option(CLI::App* cmd, T& value, const std::string& help) {
   return add_count_option(cmd, "--epochs", value, 1, kMaxEpochs, help);

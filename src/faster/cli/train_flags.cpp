@@ -55,7 +55,7 @@ void add_run_flags(CLI::App* cmd, TrainFlags& f) {
       ->default_str("");
   add_device_option(cmd, o.device);
   add_epochs_option(cmd, o.epochs, "Epochs (default: the recipe's)");
-  cmd->add_option("--batch", o.batch, "Batch size per process (per GPU with DDP)");
+  cmd->add_option("-b,--batch,--batch-size", o.batch, "Batch size per process (per GPU with DDP)");
 }
 
 // SGD, Muon, the learning-rate schedule, label smoothing and the weights' average.
@@ -65,7 +65,8 @@ void add_optimizer_flags(CLI::App* cmd, TrainFlags& f) {
                   "Peak SGD learning rate (default: the recipe's; imagenet: 0.1 x global "
                   "batch / 256)");
   cmd->add_option("--momentum", o.sgd.momentum, "SGD momentum (default: the recipe's)");
-  cmd->add_option("--weight-decay", o.sgd.weight_decay, "SGD weight decay (L2)");
+  cmd->add_option("--weight-decay,--wd", o.sgd.weight_decay,
+                  "SGD weight decay (L2; see --norm-weight-decay, --bias-weight-decay)");
   cmd->add_flag("--nesterov,!--no-nesterov", o.sgd.nesterov,
                 "Nesterov momentum (default: the recipe's)")
       ->default_str("");
@@ -87,10 +88,11 @@ void add_optimizer_flags(CLI::App* cmd, TrainFlags& f) {
                   "After the warm-up: constant, cosine or linear (to --min-lr at the last step) "
                   "or step (x --lr-gamma at each of --lr-steps); default: the recipe's")
       ->default_str("");
-  cmd->add_option("--warmup-epochs", o.schedule.warmup_epochs,
-                  "Linear learning-rate warm-up, per step, over this many epochs");
-  cmd->add_option("--warmup-start", o.schedule.warmup_start,
-                  "The warm-up's first rate, as a fraction of --lr");
+  cmd->add_option("--warmup-epochs,--lr-warmup-epochs", o.schedule.warmup_epochs,
+                  "Learning-rate warm-up over this many epochs: linear, per step (with "
+                  "--lr-scheduler: per epoch, as --lr-warmup-method says)");
+  cmd->add_option("--warmup-start,--lr-warmup-decay", o.schedule.warmup_start,
+                  "The warm-up's first rate, as a fraction of --lr (torchvision's recipe: 0.01)");
   cmd->add_option("--min-lr", o.schedule.min_lr,
                   "Cosine, linear: the last rate, a fraction of --lr (default: the recipe's)");
   cmd->add_option("--lr-steps", f.lr_steps,
@@ -116,7 +118,7 @@ void add_pipeline_flags(CLI::App* cmd, TrainFlags& f) {
                   "Filters per stage (thinnet: seed 32,64,128, cpu 16,32,64; speednet: "
                   "64,128,256, speedrun95 96,192,384)");
   add_seed_option(cmd, o.seed, "Seed for weights, the per-epoch shuffle and the crops");
-  cmd->add_option("--res", o.res.res,
+  cmd->add_option("--res,--train-crop-size", o.res.res,
                   "Training resolution: random-resized-crop side (default: the recipe's; 224 for "
                   "JPEG data and under imagenet); 0: a small dataset as stored, no crops");
   cmd->add_option("--res-end", o.res.end_res,
@@ -126,10 +128,10 @@ void add_pipeline_flags(CLI::App* cmd, TrainFlags& f) {
                   "Progressive resizing: epochs A:B (1-based) over which --res becomes --res-end");
   cmd->add_option("--res-step", o.res.step, "Progressive resizing: round to a multiple of this")
       ->capture_default_str();
-  add_val_side_option(cmd, "--val-res", o.val_res, data::kMaxSide,
+  add_val_side_option(cmd, "--val-res,--val-crop-size", o.val_res, data::kMaxSide,
                       "Validation center-crop side (default: --res; FixRes: evaluate higher than "
                       "you train)");
-  add_val_side_option(cmd, "--val-resize", o.val_resize, 2 * data::kMaxSide,
+  add_val_side_option(cmd, "--val-resize,--val-resize-size", o.val_resize, 2 * data::kMaxSide,
                       "Validation: shorter side resized to this first (default --val-res * "
                       "256/224)");
   cmd->add_option("--crop-scale", o.crop_scale_min,
@@ -177,7 +179,8 @@ void add_speed_flags(CLI::App* cmd, TrainFlags& f) {
       ->default_str("");
   add_workers_option(cmd, o.workers,
                      "Host loader threads (default 0: all cores for image data, 4 for small "
-                     "datasets; --loader device uses none)");
+                     "datasets; --loader device uses none)",
+                     "-j,--workers");
   add_enum_option(cmd, "--last-batch", o.last_batch, kTrainLastBatch,
                   "Short last training batch of an epoch: keep (train on it) or drop (default: "
                   "the recipe's)")
@@ -302,6 +305,79 @@ void add_parallel_flags(CLI::App* cmd, TrainFlags& f) {
       ->capture_default_str();
 }
 
+// torchvision's references/classification/train.py: the flags faster's do not already take under
+// another name (the aliases above: --data-path, -b/--batch-size, -j, --wd, --lr-warmup-epochs,
+// --lr-warmup-decay, --train-crop-size, --val-resize-size, --val-crop-size), with train.py's
+// meanings and defaults; those faster cannot honour are refused by name (resolve_flags).
+void add_torchvision_flags(CLI::App* cmd, TrainFlags& f) {
+  auto& o = f.o;
+  auto* tv = cmd->add_option_group(
+      "torchvision's train.py",
+      "Its flags with its meanings; a command line with --data-path takes its defaults "
+      "(--recipe torchvision: resnet18, batch 32, 90 epochs, SGD 0.1, weight decay 1e-4, "
+      "steplr)");
+  tv->add_option("--data-path", f.data_path,
+                 "--data in torchvision's spelling (the same root of train/ and val/), which "
+                 "also takes --recipe torchvision's defaults");
+  tv->add_option("--opt", f.opt,
+                 "sgd, or sgd_nesterov (Nesterov momentum); torchvision's rmsprop and adamw are "
+                 "not in faster");
+  add_enum_option(tv, "--lr-scheduler", f.lr_scheduler, train::kTorchvisionSchedulers,
+                  "torchvision's schedulers, the rate set once per epoch after the warm-up: "
+                  "steplr (x --lr-gamma every --lr-step-size epochs), cosineannealinglr (to "
+                  "--lr-min at the end) or exponentiallr (x --lr-gamma each epoch); instead of "
+                  "--lr-decay")
+      ->default_str("");
+  tv->add_option("--lr-step-size", o.schedule.step_size, "steplr: epochs between the rate's drops")
+      ->capture_default_str();
+  tv->add_option("--lr-min", f.lr_min, "cosineannealinglr: the last rate (absolute, as --lr)")
+      ->capture_default_str();
+  add_enum_option(tv, "--lr-warmup-method", o.schedule.warmup_shape, train::kWarmupShapeNames,
+                  "With --lr-scheduler: the warm-up from --lr-warmup-decay x --lr, linear to "
+                  "--lr or constant at it (default: the recipe's; torchvision's: constant)")
+      ->default_str("");
+  tv->add_option("--norm-weight-decay", o.sgd.norm_weight_decay,
+                 "Weight decay of the normalization layers' weights and biases (default: "
+                 "--weight-decay, or none where --no-decay-norm-bias)");
+  tv->add_option("--bias-weight-decay", o.sgd.bias_weight_decay,
+                 "Weight decay of every bias (a norm's too; default: as the other parameters)");
+  tv->add_option("--clip-grad-norm", o.clip_grad_norm,
+                 "Clip the gradient's total L2 norm to this before each step (0: off)")
+      ->capture_default_str();
+  tv->add_option("--random-erase", o.augment.random_erase,
+                 "RandomErasing: each training image's chance of a rectangle (2-33 % of its "
+                 "area, aspect 0.3-3.3) set to the mean colour, on the device")
+      ->capture_default_str();
+  tv->add_option("--mixup-alpha", o.augment.mixup_alpha,
+                 "Mixup: each batch's images and labels blended with the previous image's by a "
+                 "Beta(alpha, alpha) weight (0: off; with --cutmix-alpha, one of the two per "
+                 "batch), on the device")
+      ->capture_default_str();
+  tv->add_option("--cutmix-alpha", o.augment.cutmix_alpha,
+                 "CutMix: a box of each batch's images replaced by the previous image's, labels "
+                 "weighted by area, 1 - box from Beta(alpha, alpha) (0: off)")
+      ->capture_default_str();
+  tv->add_flag("--model-ema", f.model_ema,
+               "Evaluate and save an average of the weights (faster's --ema) updated every "
+               "--model-ema-steps steps with torchvision's decay: 1 - (1 - --model-ema-decay) x "
+               "world size x batch x steps / epochs");
+  tv->add_option("--model-ema-steps", o.ema_every,
+                 "Steps between updates of the average (torchvision's default 32 with "
+                 "--model-ema; --ema updates every step)");
+  tv->add_option("--model-ema-decay", f.model_ema_decay, "--model-ema's decay, as torchvision's")
+      ->capture_default_str();
+  tv->add_option("--interpolation", f.interpolation,
+                 "bilinear (faster's crops and resizes are antialiased bilinear); other modes "
+                 "are not in faster");
+  // Taken so that they are refused by name, with what to do instead (resolve_flags).
+  f.refused.resize(std::size(kRefusedTorchvisionFlags));
+  for (size_t i = 0; i < std::size(kRefusedTorchvisionFlags); ++i) {
+    const auto& r = kRefusedTorchvisionFlags[i];
+    auto* opt = r.is_flag ? tv->add_flag(r.flag) : tv->add_option(r.flag, f.refused[i]);
+    opt->group("");  // not in --help: they do nothing but refuse
+  }
+}
+
 }  // namespace
 
 void add_train_flags(CLI::App* cmd, TrainFlags& f) {
@@ -312,6 +388,7 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f) {
   add_output_flags(cmd, f);
   add_small_dataset_flags(cmd, f);
   add_parallel_flags(cmd, f);
+  add_torchvision_flags(cmd, f);
 }
 
 }  // namespace faster::cli

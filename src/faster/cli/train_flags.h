@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "faster/cli/command.h"
 #include "faster/core/error.h"
@@ -15,6 +16,36 @@
 #include "faster/train/trainer.h"
 
 namespace faster::cli {
+
+// torchvision's train.py flags faster cannot honour: each is refused by name, with what to do.
+struct RefusedFlag {
+  const char* flag;
+  bool is_flag;  // takes no value
+  const char* instead;
+};
+inline constexpr RefusedFlag kRefusedTorchvisionFlags[] = {
+    {"--output-dir", false,
+     "torchvision's model_N.pth and checkpoint.pth are not written: --checkpoint FILE keeps "
+     "faster's (--resume reads it) and --save FILE the weights (torchvision's models read them)"},
+    {"--test-only", true, "faster eval --weights FILE (or a --checkpoint) scores a model"},
+    {"--auto-augment", false, "AutoAugment, RandAugment and TrivialAugment are not in faster"},
+    {"--ra-magnitude", false, "RandAugment is not in faster"},
+    {"--augmix-severity", false, "AugMix is not in faster"},
+    {"--ra-sampler", true, "the repeated-augmentation sampler is not in faster"},
+    {"--ra-reps", false, "the repeated-augmentation sampler is not in faster"},
+    {"--weights", false,
+     "faster train starts from fresh weights; faster eval --weights scores saved ones"},
+    {"--start-epoch", false, "--resume CHECKPOINT goes on from the epoch it holds"},
+    {"--print-freq", false, "faster's progress line updates itself every 2 s"},
+    {"--cache-dataset", true, "faster keeps no dataset cache: its folder scan is the index"},
+    {"--world-size", false, "DDP's world comes from torchrun, Slurm or --parallel ddp --nproc N"},
+    {"--dist-url", false, "DDP's rendezvous comes from torchrun's or Slurm's environment"},
+    {"--use-deterministic-algorithms", true,
+     "faster's CPU runs are deterministic; on a GPU, cuDNN's algorithms are not pinned"},
+    {"--transformer-embedding-decay", false, "faster's models have no transformer embeddings"},
+    {"--backend", false, "faster decodes with libjpeg-turbo or nvJPEG, not PIL or torchvision"},
+    {"--use-v2", true, "faster's transforms are its own, not torchvision's v1 or v2"},
+};
 
 struct TrainFlags {
   train::TrainOptions o;
@@ -36,9 +67,21 @@ struct TrainFlags {
   std::string taken_outputs;    // " --checkpoint C --save S ...": a resume's, from its checkpoint
   std::string dropped_outputs;  // what of them is not written, and why
   bool arrays = false;          // --data is a small dataset (apply_recipe looks once)
+  // torchvision's train.py flags whose values are not faster's as they stand (train_flags.cpp).
+  std::string data_path;  // --data-path: --data, and --recipe torchvision's defaults
+  train::LrDecay lr_scheduler = train::LrDecay::kStep;
+  double lr_min = 0;
+  bool model_ema = false;
+  double model_ema_decay = 0.99998;
+  std::string opt, interpolation;
+  std::vector<std::string> refused;  // the values of flags faster refuses by name
 
-  // Whether the command line gave `flag` (else a recipe or a default decides).
-  bool given(const char* flag) const { return cmd->get_option(flag)->count() > 0; }
+  // Whether the command line gave `flag` (else a recipe or a default decides); --data counts
+  // --data-path, its torchvision spelling.
+  bool given(const char* flag) const {
+    if (std::string(flag) == "--data" && given("--data-path")) return true;
+    return cmd->get_option(flag)->count() > 0;
+  }
 };
 
 // Whether this process is a rank a launcher started (torchrun and our own set RANK; srun's tasks).

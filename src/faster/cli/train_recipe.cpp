@@ -126,8 +126,14 @@ train::TrainOptions choose_recipe(TrainFlags& f, nlohmann::json& resumed, torch:
     if (unset("--model")) o.model = resumed.value("model", o.model);
     const std::string saved = resumed.value("recipe", "");
     if (!recipe && !saved.empty()) recipe = parse_enum(train::kRecipeNames, saved, "--recipe");
-  } else if (unset("--model")) {
-    o.model = train::is_speedrun(f.recipe) ? "speednet" : arrays ? "thinnet" : "resnet50";
+  } else {
+    // A command line in torchvision's spelling takes its train.py's defaults.
+    if (!recipe && f.given("--data-path")) recipe = train::Recipe::kTorchvision;
+    if (unset("--model"))
+      o.model = recipe == train::Recipe::kTorchvision ? "resnet18"
+                : train::is_speedrun(f.recipe)        ? "speednet"
+                : arrays                              ? "thinnet"
+                                                      : "resnet50";
   }
   device = train::resolve_device(o.device);
   o.recipe = recipe ? *recipe : train::default_recipe(o.model, device);
@@ -174,6 +180,23 @@ void fill_optimizer(TrainFlags& f, const train::TrainOptions& r, const nlohmann:
                                    : std::min(r.schedule.warmup_epochs, o.epochs / 8.0);
   if (unset("--warmup-start")) o.schedule.warmup_start = r.schedule.warmup_start;
   if (unset("--lr-decay")) o.schedule.decay = r.schedule.decay;
+  // torchvision's schedulers, set once per epoch: --lr-scheduler's, or the recipe's.
+  if (!unset("--lr-scheduler")) {
+    if (!unset("--lr-decay"))
+      FASTER_USAGE_ERROR(
+          "--lr-scheduler (torchvision's, per epoch) and --lr-decay (per step) "
+          "both set the decay: give one");
+    o.schedule.decay = f.lr_scheduler;
+  }
+  o.schedule.per_epoch = !unset("--lr-scheduler") || (unset("--lr-decay") && r.schedule.per_epoch);
+  if (unset("--lr-warmup-method")) o.schedule.warmup_shape = r.schedule.warmup_shape;
+  if (unset("--lr-step-size")) o.schedule.step_size = r.schedule.step_size;
+  if (unset("--norm-weight-decay")) o.sgd.norm_weight_decay = r.sgd.norm_weight_decay;
+  if (unset("--bias-weight-decay")) o.sgd.bias_weight_decay = r.sgd.bias_weight_decay;
+  if (unset("--clip-grad-norm")) o.clip_grad_norm = r.clip_grad_norm;
+  if (unset("--random-erase")) o.augment.random_erase = r.augment.random_erase;
+  if (unset("--mixup-alpha")) o.augment.mixup_alpha = r.augment.mixup_alpha;
+  if (unset("--cutmix-alpha")) o.augment.cutmix_alpha = r.augment.cutmix_alpha;
 }
 
 // The resolutions, crops, seed and loader threads.
@@ -216,6 +239,7 @@ void fill_model_and_modes(TrainFlags& f, const train::TrainOptions& r, torch::De
                                   : widths.filters;
   if (unset("--stem-dims")) o.stem_dims = recipe_model ? r.stem_dims : 0;
   if (unset("--ema")) o.ema_decay = r.ema_decay;
+  if (unset("--model-ema-steps")) o.ema_every = r.ema_every;
   if (unset("--min-lr")) o.schedule.min_lr = r.schedule.min_lr;
   if (unset("--eval-every")) o.eval_every = r.eval_every;
   if (unset("--translate")) o.translate = r.translate;
@@ -328,8 +352,33 @@ void check_flag_pairs(const TrainFlags& f) {
   for (const char* flag : {"--muon-momentum", "--muon-steps"})
     if (f.given(flag) && !(o.sgd.muon_lr > 0))
       FASTER_USAGE_ERROR(flag, " needs --muon-lr (a rate above 0: Muon is off)");
-  if (f.given("--lr-gamma") && o.schedule.decay != train::LrDecay::kStep)
-    FASTER_USAGE_ERROR("--lr-gamma needs --lr-decay step");
+  const bool per_epoch = o.schedule.per_epoch;
+  if (f.given("--lr-gamma") && o.schedule.decay != train::LrDecay::kStep &&
+      o.schedule.decay != train::LrDecay::kExponential)
+    FASTER_USAGE_ERROR(
+        "--lr-gamma needs a decay by steps (--lr-decay step, --lr-scheduler steplr "
+        "or exponentiallr)");
+  if (f.given("--lr-step-size") && !(per_epoch && o.schedule.decay == train::LrDecay::kStep))
+    FASTER_USAGE_ERROR("--lr-step-size needs --lr-scheduler steplr");
+  if (f.given("--lr-min") && !(per_epoch && o.schedule.decay == train::LrDecay::kCosine))
+    FASTER_USAGE_ERROR(
+        "--lr-min needs --lr-scheduler cosineannealinglr (--min-lr is --lr-decay's)");
+  if (f.given("--lr-warmup-method") && !per_epoch)
+    FASTER_USAGE_ERROR(
+        "--lr-warmup-method is --lr-scheduler's warm-up (per epoch); --lr-decay's "
+        "warm-up is linear, per step");
+  if (per_epoch && !f.lr_steps.empty())
+    FASTER_USAGE_ERROR(
+        "--lr-steps is --lr-decay step's; --lr-scheduler steplr drops every "
+        "--lr-step-size epochs");
+  if (f.given("--model-ema-steps") && !f.model_ema && !(o.ema_decay > 0))
+    FASTER_USAGE_ERROR("--model-ema-steps needs --model-ema (or --ema)");
+  if (f.given("--model-ema-decay") && !f.model_ema)
+    FASTER_USAGE_ERROR("--model-ema-decay needs --model-ema");
+  if (f.model_ema && f.given("--ema"))
+    FASTER_USAGE_ERROR(
+        "--model-ema and --ema both ask for the average: give one (--ema D: decay "
+        "D every step)");
   if (f.given("--amp-dtype") && !f.amp && !f.fast)
     FASTER_USAGE_ERROR("--amp-dtype needs --amp (or --fast): without it the run is fp32");
   if (f.given("--res-step") && o.res.end_res == 0)
@@ -357,7 +406,10 @@ void print_recipe(const TrainFlags& f) {
   if (o.sgd.muon_lr > 0) std::printf(" (filters: Muon lr %g)", o.sgd.muon_lr);
   // Crops (JPEG data, or --res on a small dataset): the side they are trained at.
   if (o.res.res > 0) std::printf(", res %d", o.res.res);
-  std::printf(", %s decay, %s loader%s\n", enum_name(train::kLrDecayNames, o.schedule.decay),
+  std::printf(", %s%s, %s loader%s\n",
+              o.schedule.per_epoch ? enum_name(train::kTorchvisionSchedulers, o.schedule.decay)
+                                   : enum_name(train::kLrDecayNames, o.schedule.decay),
+              o.schedule.per_epoch ? " per epoch" : " decay",
               enum_name(train::kLoaderNames, o.loader), o.channels_last ? ", channels-last" : "");
   if (o.recipe == train::Recipe::kCpu && !f.given("--recipe"))
     std::printf(
@@ -368,8 +420,74 @@ void print_recipe(const TrainFlags& f) {
   std::fflush(stdout);
 }
 
+namespace {
+// torchvision's spellings whose values faster takes apart (--data-path, --opt, --interpolation),
+// and its flags faster refuses by name.
+void take_torchvision_spellings(TrainFlags& f) {
+  auto& o = f.o;
+  for (size_t i = 0; i < std::size(kRefusedTorchvisionFlags); ++i) {
+    const auto& r = kRefusedTorchvisionFlags[i];
+    if (f.cmd->get_option(r.flag)->count() > 0)
+      FASTER_USAGE_ERROR(r.flag,
+                         " (torchvision's train.py) is not honoured by faster train: ", r.instead);
+  }
+  if (f.given("--data-path")) {
+    if (f.cmd->get_option("--data")->count() > 0)
+      FASTER_USAGE_ERROR("--data and --data-path name the data twice: give one");
+    o.data = f.data_path;
+  }
+  if (f.given("--interpolation") && f.interpolation != "bilinear")
+    FASTER_USAGE_ERROR("--interpolation '", f.interpolation,
+                       "': faster's crops and resizes are bilinear (antialiased) only");
+  if (f.given("--opt")) {
+    if (f.opt != "sgd" && f.opt != "sgd_nesterov")
+      FASTER_USAGE_ERROR("--opt '", f.opt,
+                         "': faster trains with sgd or sgd_nesterov (Muon with --muon-lr); "
+                         "torchvision's rmsprop and adamw are not in faster");
+    if (f.given("--nesterov") && o.sgd.nesterov != (f.opt == "sgd_nesterov"))
+      FASTER_USAGE_ERROR("--opt ", f.opt, " and --", o.sgd.nesterov ? "" : "no-",
+                         "nesterov disagree");
+  }
+}
+
+// What torchvision's flags make of the resolved run: --opt's momentum, --lr-min as a fraction of
+// the rate, --model-ema's average.
+void apply_torchvision_flags(TrainFlags& f) {
+  auto& o = f.o;
+  if (f.given("--opt")) o.sgd.nesterov = f.opt == "sgd_nesterov";
+  if (f.given("--lr-min")) {
+    if (o.lr_per_256 > 0)
+      FASTER_USAGE_ERROR(
+          "--lr-min is a rate as --lr is: give --lr too (the recipe's rate "
+          "scales with the global batch)");
+    if (!(f.lr_min >= 0 && f.lr_min <= o.sgd.lr))
+      FASTER_USAGE_ERROR("--lr-min must be between 0 and --lr ", o.sgd.lr, " (got ", f.lr_min, ")");
+    o.schedule.min_lr = f.lr_min / o.sgd.lr;
+  }
+  if (f.model_ema) {
+    // torchvision's adjustment: its decay is per update at a reference of one update per epoch
+    // of world x batch x steps images.
+    if (!(f.model_ema_decay > 0 && f.model_ema_decay < 1))
+      FASTER_USAGE_ERROR("--model-ema-decay must be in (0, 1) (got ", f.model_ema_decay, ")");
+    if (!f.given("--model-ema-steps")) o.ema_every = 32;
+    int world = 1;
+    if (o.parallel == train::Parallel::kDdp) {
+      const char* env = std::getenv("WORLD_SIZE");
+      world = f.nproc > 0 ? f.nproc : env && *env ? std::max(1, std::atoi(env)) : 1;
+    }
+    const double adjust = static_cast<double>(world) * o.batch * o.ema_every / o.epochs;
+    o.ema_decay = 1.0 - std::min(1.0, (1.0 - f.model_ema_decay) * adjust);
+    if (!(o.ema_decay > 0))
+      FASTER_USAGE_ERROR("--model-ema: torchvision's adjusted decay 1 - (1 - ", f.model_ema_decay,
+                         ") x ", world, " x ", o.batch, " x ", o.ema_every, " / ", o.epochs,
+                         " is 0 (no average): raise --model-ema-decay");
+  }
+}
+}  // namespace
+
 void resolve_flags(TrainFlags& f) {
   auto& o = f.o;
+  take_torchvision_spellings(f);
   check_distinct_outputs(f);
   apply_recipe(f);
   if (!f.taken_outputs.empty()) check_distinct_outputs(f);
@@ -394,6 +512,7 @@ void resolve_flags(TrainFlags& f) {
     o.precision = f.amp_dtype;
   }
   if (f.saved_precision) o.precision = *f.saved_precision;
+  apply_torchvision_flags(f);
   if (train::is_speedrun(o.recipe)) o.mode_name = enum_name(train::kRecipeNames, o.recipe);
 }
 
