@@ -14,7 +14,8 @@ list(APPEND FASTER_BASE_TEST_SOURCES
   data/lmdb_source_test.cpp
   data/lmdb_damage_test.cpp
 )
-list(APPEND FASTER_TORCH_TEST_SOURCES data/image_loader_test.cpp data/shift_flip_test.cpp)
+list(APPEND FASTER_TORCH_TEST_SOURCES data/image_loader_test.cpp data/shift_flip_test.cpp
+     data/auto_augment_test.cpp)
 # GPU decoding: compiled with CUDA, run on the GPU machine (skipped where no GPU is visible).
 if(FASTER_CUDA)
   list(APPEND FASTER_TORCH_TEST_SOURCES data/nvjpeg_test.cpp)

@@ -11,6 +11,7 @@ list(APPEND FASTER_BASE_SOURCES
   src/faster/data/decode/decode_floor.cpp
   src/faster/data/augment/resample.cpp
   src/faster/data/augment/crop_params.cpp
+  src/faster/data/augment/auto_augment.cpp
   src/faster/data/augment/store.cpp
   src/faster/data/sources/image_tree.cpp
   src/faster/data/sources/folder_source.cpp

@@ -60,6 +60,8 @@ struct DataOptions {
   int translate = 0;
   Flip flip = Flip::kOff;
   bool alternate_flips = false;
+  // Crops (JPEG data, or --res): torchvision's --auto-augment policy and --ra-magnitude.
+  data::AutoAugmentOptions auto_augment;
   bool channels_last = false;  // JPEG batches arrive NHWC, as a channels-last model takes them
   LoaderKind loader = LoaderKind::kHost;
   // Loader threads; 0: the default, all cores for JPEG data and 4 for a small dataset (held in

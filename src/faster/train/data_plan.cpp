@@ -87,6 +87,7 @@ void validate(const DataOptions& o) {
   if (o.val_res != 0) check_range("--val-res", o.val_res, 8, data::kMaxSide);
   if (o.val_resize != 0)
     check_range("--val-resize", o.val_resize, std::max(o.val_res, 8), 2 * data::kMaxSide);
+  check_range("--ra-magnitude", o.auto_augment.ra_magnitude, 0, 30);
   if (o.last_batch == data::LastBatch::kPad)
     FASTER_USAGE_ERROR("--last-batch must be keep or drop (padding is for evaluation batches)");
 }
@@ -140,6 +141,7 @@ data::LoaderOptions loader_options(const DataPlan& plan, const TrainingData& d,
   lo.rrc.ratio_min = o.crop_ratio_min;
   lo.rrc.ratio_max = o.crop_ratio_max;
   lo.rrc.flip = o.flip == Flip::kOn;
+  if (train) lo.auto_augment = o.auto_augment;
   if (train) lo.shift_flip = {o.translate, o.flip == Flip::kOn, o.alternate_flips};
   const bool as_stored = d.arrays() && (train ? o.res.res == 0 : plan.val_res == 0);
   lo.transform = as_stored ? data::Transform::kNone

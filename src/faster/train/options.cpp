@@ -400,6 +400,8 @@ void take_run_options(const nlohmann::json& saved, TrainOptions& o, const std::s
   r.take("norm_weight_decay", o.sgd.norm_weight_decay);
   r.take("bias_weight_decay", o.sgd.bias_weight_decay);
   r.take("clip_grad_norm", o.clip_grad_norm);
+  r.take("auto_augment", data::kAutoAugmentNames, o.auto_augment.policy);
+  r.take("ra_magnitude", o.auto_augment.ra_magnitude);
   r.take("random_erase", o.augment.random_erase);
   r.take("mixup_alpha", o.augment.mixup_alpha);
   r.take("cutmix_alpha", o.augment.cutmix_alpha);
@@ -464,6 +466,8 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"norm_weight_decay", o.sgd.norm_weight_decay},
           {"bias_weight_decay", o.sgd.bias_weight_decay},
           {"clip_grad_norm", o.clip_grad_norm},
+          {"auto_augment", enum_name(data::kAutoAugmentNames, o.auto_augment.policy)},
+          {"ra_magnitude", o.auto_augment.ra_magnitude},
           {"random_erase", o.augment.random_erase},
           {"mixup_alpha", o.augment.mixup_alpha},
           {"cutmix_alpha", o.augment.cutmix_alpha},

@@ -80,7 +80,8 @@ inline constexpr const char* kRunKeys[] = {
     "data", "batch", "lr", "lr_per_256", "momentum", "weight_decay", "weight_decay_1d",
     "nesterov", "muon_lr", "muon_momentum", "muon_steps", "warmup_epochs", "warmup_start",
     "lr_decay", "min_lr", "lr_steps", "lr_gamma", "lr_per_epoch", "lr_warmup_method",
-    "lr_step_size", "norm_weight_decay", "bias_weight_decay", "clip_grad_norm", "random_erase",
+    "lr_step_size", "norm_weight_decay", "bias_weight_decay", "clip_grad_norm", "auto_augment",
+    "ra_magnitude", "random_erase",
     "mixup_alpha", "cutmix_alpha", "label_smoothing", "ema", "ema_every", "res", "res_end", "res_ramp", "res_step", "crop_scale_min",
     "translate", "flip", "alternate_flips", "seed", "last_batch", "precision", "recipe",
     "world_size", "norm", "whiten", "train_limit", "sync_bn"};

@@ -24,6 +24,9 @@ namespace {
 constexpr int kMaxReplacements = 64;
 constexpr size_t kMaxSkippedNames = 20;
 
+// The automatic augmentation's draws, apart from the crop's (same seed, epoch and index).
+constexpr uint64_t kAutoAugmentStream = 0x9E3779B97F4A7C15ull;
+
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -57,7 +60,7 @@ struct ImageLoader::Worker {
   JpegDecoder decoder;
   PngDecoder png;
   Resampler resampler;
-  ImageBuffer decoded, resized;
+  ImageBuffer decoded, resized, scratch;
   Sample sample;
 };
 
@@ -426,8 +429,8 @@ bool ImageLoader::load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slo
     // The GPU takes only JPEG files of the plain layout (one well-formed scan, then the end
     // marker): anything else, damaged files and PNGs included, goes through the CPU in either
     // mode, so both modes deliver and skip the same images.
-    if (allow_gpu && info && info->one_scan && (info->components == 1 || info->components == 3) &&
-        !cpu_takes(w, want)) {
+    if (allow_gpu && !augments() && info && info->one_scan &&
+        (info->components == 1 || info->components == 3) && !cpu_takes(w, want)) {
       // The GPU stage decodes it: keep the bytes (swapped, so both buffers keep their capacity).
       GpuJpeg& job = slot.gpu[position];
       job.width = info->width, job.height = info->height;
@@ -465,6 +468,11 @@ bool ImageLoader::load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slo
       w.resized.reshape(width_, height_, image.channels);
       w.resampler.resample(image, region, w.resized.mutable_view(), options_.filter);
       image = w.resized.view();
+    }
+    if (augments()) {  // after the crop and its flip, as torchvision's transforms run
+      SampleRng rng(options_.sampler.seed ^ kAutoAugmentStream, epoch, index);
+      const auto ops = draw_ops(options_.auto_augment, height_, width_, rng);
+      if (apply_ops(ops, flip, w.resized, w.scratch)) flip = false, image = w.resized.view();
     }
     const int64_t per_image = int64_t{channels_} * height_ * width_;
     if (host_uint8())

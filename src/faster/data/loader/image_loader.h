@@ -149,6 +149,10 @@ class ImageLoader : public Loader {
   int part_of(int position) const { return position * parts() / options_.batch; }
   bool staged(const Slot& s) const { return s.parts_staged == parts(); }
   bool gpu() const { return options_.decode == DecodeOn::kNvjpeg; }
+  // Training images augmented by a policy (auto_augment.h): on the CPU, whatever the decoder.
+  bool augments() const {
+    return options_.auto_augment.on() && options_.transform == Transform::kTrain;
+  }
   // The host ring holds uint8 images: uint8 output, or nvJPEG (the ring only carries CPU-decoded
   // images into the device batch).
   bool host_uint8() const { return options_.output == OutputType::kUint8 || gpu(); }

@@ -17,6 +17,7 @@
 
 #include "faster/core/enum_names.h"
 #include "faster/core/flag_rules.h"
+#include "faster/data/augment/auto_augment.h"
 #include "faster/data/augment/crop_params.h"
 #include "faster/data/augment/resample.h"
 #include "faster/data/augment/shift_flip.h"
@@ -63,6 +64,9 @@ struct LoaderOptions {
   // a grayscale array into RGB (the value repeated), as a grayscale JPEG decodes.
   int channels = 0;
   RandomResizedCropOptions rrc;
+  // kTrain: torchvision's TrivialAugmentWide, RandAugment or AutoAugment after the crop and flip
+  // (auto_augment.h), on the CPU: with nvJPEG, the training images then decode on the CPU too.
+  AutoAugmentOptions auto_augment;
   // The device-resident loader, kNone: a random shift and flip of every sample (shift_flip.h).
   ShiftFlipOptions shift_flip;
   Filter filter = Filter::kAntialias;
