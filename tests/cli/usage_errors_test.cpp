@@ -72,7 +72,7 @@ TEST(UsageErrors, TrainRangesAndCombinations) {
       {t + " --weight-decay -1", "--weight-decay must be a finite number >= 0"},
       {t + " --weight-decay inf", "--weight-decay must be a finite number >= 0 (got inf)"},
       {t + " --amp-dtype bf16", "--amp-dtype needs --amp (or --fast): without it the run is fp32"},
-      {t + " --lr-gamma 0.5", "--lr-gamma needs --lr-decay step"},
+      {t + " --lr-gamma 0.5", "--lr-gamma needs a decay by steps"},
       {t + " --res-step 16", "--res-step needs --res-end"},
       {t + " --bucket-mb 10", "--bucket-mb needs --parallel ddp"},
       {t + " --dist-timeout 5", "--dist-timeout needs --parallel ddp"},

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "faster/cli/command.h"
+#include "faster/cli/train_flags.h"
 #include "faster/core/early_context.h"
 #include "faster/core/error.h"
 #include "faster/core/file.h"
@@ -76,25 +77,29 @@ void add_eval(CLI::App& root, int& exit_code) {
     if (cmd->get_option("--tta-shifts")->count() > 0) f->o.tta_shifts = f->tta_shifts;
     // JPEG data: the loader's streams run beside the model's, as in train (before any CUDA call).
     if (!data::is_small_dataset(f->o.data)) ask_for_more_work_queues();
-    const auto r = train::evaluate(f->o);
-    std::printf(
-        "eval %s%s (%d classes) on %s at %s%s: top-1 %.2f%%  top-5 %.2f%%  loss %.4f  "
-        "(%lld images, %.2fs on %s)\n",
-        r.model.c_str(), r.ema ? " (average of weights)" : "", r.classes, r.data.c_str(),
-        r.res > 0 ? (std::to_string(r.res) + " px").c_str() : "its stored size",
-        r.tta && r.tta_shifts ? ", flip and shift TTA"
-        : r.tta               ? ", flip TTA"
-        : r.tta_shifts        ? ", shift TTA"
-                              : "",
-        r.top1, r.top5, r.loss, static_cast<long long>(r.images), r.seconds, r.device.c_str());
-    if (!f->json.empty()) {
-      tools::make_parent_folders(f->json, "--json");
-      tools::write_file_atomic(f->json, r.to_json().dump(2) + "\n");
-    }
-    exit_code = r.skipped > 0 ? kExitBadInput : 0;
+    exit_code = print_eval(train::evaluate(f->o), f->json);
   });
 }
 
 }  // namespace
+
+int print_eval(const train::EvalReport& r, const std::string& json) {
+  std::printf(
+      "eval %s%s (%d classes) on %s at %s%s: top-1 %.2f%%  top-5 %.2f%%  loss %.4f  "
+      "(%lld images, %.2fs on %s)\n",
+      r.model.c_str(), r.ema ? " (average of weights)" : "", r.classes, r.data.c_str(),
+      r.res > 0 ? (std::to_string(r.res) + " px").c_str() : "its stored size",
+      r.tta && r.tta_shifts ? ", flip and shift TTA"
+      : r.tta               ? ", flip TTA"
+      : r.tta_shifts        ? ", shift TTA"
+                            : "",
+      r.top1, r.top5, r.loss, static_cast<long long>(r.images), r.seconds, r.device.c_str());
+  if (!json.empty()) {
+    tools::make_parent_folders(json, "--json");
+    tools::write_file_atomic(json, r.to_json().dump(2) + "\n");
+  }
+  return r.skipped > 0 ? kExitBadInput : 0;
+}
+
 FASTER_REGISTER_COMMAND(15, add_eval);
 }  // namespace faster::cli

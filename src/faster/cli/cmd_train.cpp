@@ -6,6 +6,8 @@
 #include <fstream>
 
 #include "faster/cli/train_flags.h"
+#include "faster/core/early_context.h"
+#include "faster/data/sources/array_dataset.h"
 #include "faster/tools/file_io.h"
 #include "faster/train/parallel/launch.h"
 
@@ -90,8 +92,33 @@ int print_done(const train::TrainReport& report, const train::TrainOptions& o) {
   return code;
 }
 
+// --test-only (torchvision's): `faster eval` of --resume's weights on the run's data, with the
+// flags eval shares with train.
+int run_test_only(TrainFlags& f) {
+  take_torchvision_spellings(f);
+  const auto& o = f.o;
+  if (o.resume.empty())
+    FASTER_USAGE_ERROR(
+        "--test-only scores --resume's weights: name the file (a checkpoint or "
+        "weights)");
+  train::EvalOptions e;
+  e.weights = o.resume;
+  e.data = o.data;
+  if (f.given("--model")) e.model = o.model;
+  e.device = o.device;
+  if (f.given("--batch")) e.batch = o.batch;
+  e.workers = o.workers;
+  e.val_res = o.val_res, e.val_resize = o.val_resize;
+  e.decode = o.decode;
+  if (f.amp) e.precision = f.amp_dtype;  // torchvision evaluates under autocast with --amp
+  e.channels_last = o.channels_last;
+  if (!data::is_small_dataset(e.data)) ask_for_more_work_queues();
+  return print_eval(train::evaluate(e), o.json);
+}
+
 int run_train(TrainFlags& f) {
   auto& o = f.o;
+  if (f.test_only) return run_test_only(f);
   resolve_flags(f);
   check_launch(f);
   if (f.given("--nproc") || f.nproc_taken) return launch_ranks(f);

@@ -344,6 +344,15 @@ void add_torchvision_flags(CLI::App* cmd, TrainFlags& f) {
   tv->add_option("--clip-grad-norm", o.clip_grad_norm,
                  "Clip the gradient's total L2 norm to this before each step (0: off)")
       ->capture_default_str();
+  add_enum_option(tv, "--auto-augment", o.auto_augment.policy, data::kAutoAugmentNames,
+                  "After each training crop and flip: ta_wide (TrivialAugmentWide), ra "
+                  "(RandAugment, --ra-magnitude) or imagenet (AutoAugment's ImageNet policy), "
+                  "torchvision's ops on the CPU (with nvJPEG the training images then decode "
+                  "there too); none: off")
+      ->default_str("none");
+  tv->add_option("--ra-magnitude", o.auto_augment.ra_magnitude,
+                 "RandAugment's strength, of 31 bins (0-30)")
+      ->capture_default_str();
   tv->add_option("--random-erase", o.augment.random_erase,
                  "RandomErasing: each training image's chance of a rectangle (2-33 % of its "
                  "area, aspect 0.3-3.3) set to the mean colour, on the device")
@@ -366,6 +375,10 @@ void add_torchvision_flags(CLI::App* cmd, TrainFlags& f) {
                  "--model-ema; --ema updates every step)");
   tv->add_option("--model-ema-decay", f.model_ema_decay, "--model-ema's decay, as torchvision's")
       ->capture_default_str();
+  tv->add_flag("--test-only", f.test_only,
+               "Score --resume's weights (a faster checkpoint or weights file, or torchvision's "
+               "checkpoint.pth or model_N.pth) on the validation split and stop, as faster "
+               "eval --weights does");
   tv->add_option("--interpolation", f.interpolation,
                  "bilinear (faster's crops and resizes are antialiased bilinear); other modes "
                  "are not in faster");

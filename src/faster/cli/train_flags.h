@@ -27,9 +27,6 @@ inline constexpr RefusedFlag kRefusedTorchvisionFlags[] = {
     {"--output-dir", false,
      "torchvision's model_N.pth and checkpoint.pth are not written: --checkpoint FILE keeps "
      "faster's (--resume reads it) and --save FILE the weights (torchvision's models read them)"},
-    {"--test-only", true, "faster eval --weights FILE (or a --checkpoint) scores a model"},
-    {"--auto-augment", false, "AutoAugment, RandAugment and TrivialAugment are not in faster"},
-    {"--ra-magnitude", false, "RandAugment is not in faster"},
     {"--augmix-severity", false, "AugMix is not in faster"},
     {"--ra-sampler", true, "the repeated-augmentation sampler is not in faster"},
     {"--ra-reps", false, "the repeated-augmentation sampler is not in faster"},
@@ -74,6 +71,7 @@ struct TrainFlags {
   bool model_ema = false;
   double model_ema_decay = 0.99998;
   std::string opt, interpolation;
+  bool test_only = false;  // --test-only: score --resume's weights on the val split (eval)
   std::vector<std::string> refused;  // the values of flags faster refuses by name
 
   // Whether the command line gave `flag` (else a recipe or a default decides); --data counts
@@ -95,6 +93,11 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f);
 // The flags as TrainOptions: the recipe's (or a resumed checkpoint's) defaults for what was not
 // given, the flags that only mean something together checked, the lists parsed, the modes.
 void resolve_flags(TrainFlags& f);
+// torchvision's spellings whose values faster takes apart (--data-path, --opt, --interpolation),
+// and its flags faster refuses by name (usage errors).
+void take_torchvision_spellings(TrainFlags& f);
+// `faster eval`'s line for `r`, and its --json where one is named; returns the exit code.
+int print_eval(const train::EvalReport& r, const std::string& json);
 // The recipe's line before training: what the flags not given became.
 void print_recipe(const TrainFlags& f);
 

@@ -216,6 +216,8 @@ void fill_pipeline(TrainFlags& f, const train::TrainOptions& r) {
   if (unset("--lr-steps")) o.schedule.step_epochs = r.schedule.step_epochs;
   if (unset("--lr-gamma")) o.schedule.step_gamma = r.schedule.step_gamma;
   if (unset("--crop-scale")) o.crop_scale_min = r.crop_scale_min;
+  if (unset("--auto-augment")) o.auto_augment.policy = r.auto_augment.policy;
+  if (unset("--ra-magnitude")) o.auto_augment.ra_magnitude = r.auto_augment.ra_magnitude;
   if (unset("--val-res")) o.val_res = r.val_res;
   if (unset("--val-resize")) o.val_resize = r.val_resize;
   if (unset("--seed")) o.seed = r.seed;
@@ -333,6 +335,10 @@ void check_flag_pairs(const TrainFlags& f) {
       FASTER_USAGE_ERROR(
           "--workers sets the host loader's threads; --loader device gathers batches on the "
           "device with none");
+    if (o.auto_augment.on() && o.res.res == 0)
+      FASTER_USAGE_ERROR(
+          "--auto-augment augments crops; a small dataset as stored is not cropped (--res N "
+          "crops it)");
     if (f.given("--crop-scale") && o.res.res == 0)
       FASTER_USAGE_ERROR(
           "--crop-scale is the random-resized crop's; a small dataset as stored is not cropped "
@@ -371,6 +377,8 @@ void check_flag_pairs(const TrainFlags& f) {
     FASTER_USAGE_ERROR(
         "--lr-steps is --lr-decay step's; --lr-scheduler steplr drops every "
         "--lr-step-size epochs");
+  if (f.given("--ra-magnitude") && o.auto_augment.policy != data::AutoAugmentPolicy::kRandAugment)
+    FASTER_USAGE_ERROR("--ra-magnitude needs --auto-augment ra");
   if (f.given("--model-ema-steps") && !f.model_ema && !(o.ema_decay > 0))
     FASTER_USAGE_ERROR("--model-ema-steps needs --model-ema (or --ema)");
   if (f.given("--model-ema-decay") && !f.model_ema)
@@ -420,9 +428,6 @@ void print_recipe(const TrainFlags& f) {
   std::fflush(stdout);
 }
 
-namespace {
-// torchvision's spellings whose values faster takes apart (--data-path, --opt, --interpolation),
-// and its flags faster refuses by name.
 void take_torchvision_spellings(TrainFlags& f) {
   auto& o = f.o;
   for (size_t i = 0; i < std::size(kRefusedTorchvisionFlags); ++i) {
@@ -450,6 +455,7 @@ void take_torchvision_spellings(TrainFlags& f) {
   }
 }
 
+namespace {
 // What torchvision's flags make of the resolved run: --opt's momentum, --lr-min as a fraction of
 // the rate, --model-ema's average.
 void apply_torchvision_flags(TrainFlags& f) {
