@@ -6,7 +6,8 @@
 #   speed   ResNet-50 --fast from CLASSES x PER_CLASS `faster synth` JPEGs at train crop 176:
 #           the plain recipe and the same with torchvision's strong augmentations (--auto-augment
 #           ta_wide --random-erase 0.1 --mixup-alpha 0.2 --cutmix-alpha 1.0), RUNS rounds in
-#           turn (train images/s of the epoch)
+#           turn, beside the plain recipe decoding on the CPU and the model alone (train images/s
+#           of the second of 2 epochs)
 #   peer    the peer ref_imagenet.py (ResNet-50, AMP fp16, channels-last, crop 176) as it is and
 #           with the same augmentations in its DataLoader (scripts/ref_strong.py)
 #   accuracy ResNet-18 --fast on Fashion-MNIST exported as JPEGs (60,000 / 10,000, 28 px),
@@ -49,14 +50,18 @@ if phase speed; then
     $bin synth --out "$ROOT" --classes "$CLASSES" --images "$PER_CLASS" --val 10 --seed 0 \
       > /dev/null && touch "$ROOT/.done"
   fi
-  echo "== resnet50 --fast --res 176 from $CLASSES x $PER_CLASS synth JPEGs: plain, augmented"
+  echo "== resnet50 --fast --res 176 from $CLASSES x $PER_CLASS synth JPEGs, 2 epochs (the last"
+  echo "   timed): plain (nvJPEG), plain --decode cpu, augmented, the model alone (synthetic)"
   for r in $(seq 1 "$RUNS"); do
-    for which in plain aug; do
+    for which in plain cpu aug model; do
       [ "$(left)" -gt 60 ] || break 2
-      flags=""; [ $which = aug ] && flags=$AUG
+      case $which in
+        plain) flags="" ;; cpu) flags="--decode cpu" ;; aug) flags=$AUG ;;
+        model) flags="--loader synthetic" ;;
+      esac
       # shellcheck disable=SC2086
-      $bin train --data "$ROOT" --model resnet50 --fast --res 176 --val-res 224 --epochs 1 \
-        $flags --json "$out/r50_${which}_$r.json" > "$out/r50_${which}_$r.log" 2>&1 &&
+      $bin train --data "$ROOT" --model resnet50 --fast --res 176 --val-res 224 --epochs 2 \
+        --eval-every 2 $flags --json "$out/r50_${which}_$r.json" > "$out/r50_${which}_$r.log" 2>&1 &&
         echo "resnet50 $which round $r: $(rate "$out/r50_${which}_$r.json")" ||
         echo "resnet50 $which round $r: FAILED $(tail -2 "$out/r50_${which}_$r.log")"
     done
@@ -71,7 +76,7 @@ if phase peer; then
     [ $which = aug ] && script="scripts/ref_strong.py $kit/peers"
     # shellcheck disable=SC2086
     timeout $(($(left) - 30)) python3 $script "$ROOT" --arch resnet50 --amp --channels-last \
-      --res 176 --epochs 1 --no-val > "$out/peer_$which.log" 2>&1
+      --res 176 --epochs 2 --no-val > "$out/peer_$which.log" 2>&1
     echo "peer $which: $(grep -E "RESULT|img/s" "$out/peer_$which.log" | tail -1)"
   done
 fi
