@@ -17,20 +17,6 @@ namespace faster::data {
 namespace {
 namespace fs = std::filesystem;
 
-bool have_torchvision() {
-  return test::run_shell("/usr/bin/python3 -c 'import torchvision' 2>/dev/null").exit_code == 0;
-}
-
-test::RunResult python(const std::string& script, const fs::path& arg) {
-  const test::TempDir dir;
-  const auto file = dir.path() / "check.py";
-  test::write_file(file,
-                   "import sys, torch, torchvision\nimport warnings\nwarnings.simplefilter("
-                   "'ignore')\npath = sys.argv[1]\n" +
-                       script);
-  return test::run_shell("/usr/bin/python3 " + file.string() + " " + arg.string() + " 2>&1");
-}
-
 // HWC uint8 images: noise (every tie of the nearest sample is as likely as any other), and a smooth
 // picture (gradients and a disc, as photographs are mostly smooth), RGB and gray.
 std::vector<ImageBuffer> images() {
@@ -55,7 +41,7 @@ std::vector<ImageBuffer> images() {
 }
 
 TEST(AutoAugment, EveryOpIsTorchvisionsOnTheSameImage) {
-  if (!have_torchvision()) GTEST_SKIP() << "no Python torchvision";
+  if (!test::have_python_module("torchvision")) GTEST_SKIP() << "no Python torchvision";
   const auto imgs = images();
   c10::Dict<std::string, torch::Tensor> saved;
   std::vector<std::pair<int, AppliedOp>> cases;
@@ -98,7 +84,7 @@ TEST(AutoAugment, EveryOpIsTorchvisionsOnTheSameImage) {
   const test::TempDir dir;
   const auto bytes = torch::pickle_save(saved);
   test::write_file(dir.path() / "ops.pt", std::string(bytes.begin(), bytes.end()));
-  const auto r = python(R"(
+  const auto r = test::run_python(R"(
 from torchvision.transforms.autoaugment import _apply_op
 from torchvision.transforms import InterpolationMode
 names = ["Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness",
@@ -112,7 +98,7 @@ for k, (i, op, m) in enumerate(t["index"].tolist()):
     print(names[int(op)], m, int(i), d.max().item(), (d > 1).float().mean().item(),
           (d > 0).float().mean().item())
 )",
-                        dir.path() / "ops.pt");
+                                  dir.path() / "ops.pt");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::istringstream in(r.output);
   std::string name;
@@ -147,9 +133,9 @@ for k, (i, op, m) in enumerate(t["index"].tolist()):
 }
 
 TEST(AutoAugment, PoliciesAreTorchvisionsTables) {
-  if (!have_torchvision()) GTEST_SKIP() << "no Python torchvision";
+  if (!test::have_python_module("torchvision")) GTEST_SKIP() << "no Python torchvision";
   const int h = 48, w = 64;
-  const auto r = python(R"(
+  const auto r = test::run_python(R"(
 from torchvision.transforms import TrivialAugmentWide, RandAugment, AutoAugment, AutoAugmentPolicy
 spaces = {"ta_wide": TrivialAugmentWide()._augmentation_space(31),
           "ra": RandAugment()._augmentation_space(31, (48, 64)),
@@ -161,7 +147,7 @@ for policy, space in spaces.items():
 for (a, pa, ma), (b, pb, mb) in AutoAugment(AutoAugmentPolicy.IMAGENET).policies:
     print("pair", a, pa, -1 if ma is None else ma, b, pb, -1 if mb is None else mb)
 )",
-                        fs::path("."));
+                                  fs::path("."));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::istringstream in(r.output);
   std::string kind;

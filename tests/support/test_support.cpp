@@ -84,6 +84,20 @@ RunResult run_shell(const std::string& command) {
   return r;
 }
 
+bool have_python_module(const std::string& module) {
+  return run_shell("/usr/bin/python3 -c 'import " + module + "' 2>/dev/null").exit_code == 0;
+}
+
+RunResult run_python(const std::string& script, const std::filesystem::path& arg) {
+  const TempDir dir;
+  const auto file = dir.path() / "check.py";
+  write_file(file,
+             "import sys, warnings, torch, torchvision\nwarnings.simplefilter('ignore')\n"
+             "path = sys.argv[1]\n" +
+                 script);
+  return run_shell("/usr/bin/python3 " + file.string() + " " + arg.string() + " 2>&1");
+}
+
 RunResult run_faster(const std::string& args) {
   return run_shell("FASTER_PROGRESS=plain " + std::string(FASTER_BIN) + " " + args);
 }

@@ -35,6 +35,11 @@ RunResult run_faster(const std::string& args);
 RunResult run_faster_env(const std::string& env, const std::string& args);
 // Runs a shell command, capturing stdout+stderr.
 RunResult run_shell(const std::string& command);
+// Whether Debian's /usr/bin/python3 imports `module` (torch, torchvision: the references).
+bool have_python_module(const std::string& module);
+// Runs `script` with /usr/bin/python3, sys, torch and torchvision imported, warnings off and `path`
+// bound to `arg`; its output (stderr too) and exit code.
+RunResult run_python(const std::string& script, const std::filesystem::path& arg);
 
 // A child's exit code, output and peak resident memory.
 struct Measured {

@@ -26,18 +26,6 @@ namespace faster {
 namespace {
 namespace fs = std::filesystem;
 
-bool have_torchvision() {
-  return test::run_shell("/usr/bin/python3 -c 'import torchvision' 2>/dev/null").exit_code == 0;
-}
-
-// Runs a Python script (torch and torchvision imported) with `path` bound; returns its output.
-test::RunResult python(const std::string& script, const fs::path& path) {
-  const test::TempDir dir;
-  const auto file = dir.path() / "check.py";
-  test::write_file(file, "import sys, torch, torchvision\npath = sys.argv[1]\n" + script);
-  return test::run_shell("/usr/bin/python3 " + file.string() + " " + path.string() + " 2>&1");
-}
-
 void save_tensors(const fs::path& path,
                   const std::vector<std::pair<std::string, torch::Tensor>>& t) {
   c10::Dict<std::string, torch::Tensor> dict;
@@ -47,7 +35,7 @@ void save_tensors(const fs::path& path,
 }
 
 TEST(BatchAugment, ErasingMixupAndCutmixAreTorchvisionsForTheDrawnParameters) {
-  if (!have_torchvision()) GTEST_SKIP() << "no Python torchvision";
+  if (!test::have_python_module("torchvision")) GTEST_SKIP() << "no Python torchvision";
   constexpr int64_t kN = 8, kH = 20, kW = 24, kClasses = 10, kSteps = 12;
   train::BatchAugmentOptions o;
   o.random_erase = 0.5, o.mixup_alpha = 0.2, o.cutmix_alpha = 1.0;
@@ -93,7 +81,7 @@ TEST(BatchAugment, ErasingMixupAndCutmixAreTorchvisionsForTheDrawnParameters) {
   // The reference: torchvision.transforms.functional.erase for each drawn box (value 0), then
   // torchvision's references' RandomMixup / RandomCutmix (transforms.py) with the drawn lambda and
   // box, on torch's own tensors.
-  const auto r = python(R"(
+  const auto r = test::run_python(R"(
 import torch.nn.functional as NF
 import torchvision.transforms.functional as F
 t = torch.load(path)
@@ -119,7 +107,7 @@ for s in range(12):
                 (target - t[f"target{s}"]).abs().max().item())
 print("worst", worst)
 )",
-                        dir.path() / "t.pt");
+                                  dir.path() / "t.pt");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::istringstream in(r.output.substr(r.output.find("worst")));
   std::string word;
@@ -168,7 +156,7 @@ TEST(BatchAugment, DrawsFollowTorchvisionsDistributions) {
 }
 
 TEST(Schedule, TorchvisionsSchedulersAreTorchOptimsPerEpoch) {
-  if (!have_torchvision()) GTEST_SKIP() << "no Python torch";
+  if (!test::have_python_module("torchvision")) GTEST_SKIP() << "no Python torchvision";
   struct Case {
     train::LrDecay decay;
     const char* main;  // torch.optim.lr_scheduler's, as train.py makes it
@@ -201,8 +189,7 @@ TEST(Schedule, TorchvisionsSchedulersAreTorchOptimsPerEpoch) {
         "for e in range(epochs):\n    print(repr(opt.param_groups[0]['lr']))\n    opt.step()\n"
         "    s.step()\n";
     const test::TempDir dir;
-    const auto r =
-        python("import warnings; warnings.simplefilter('ignore')\n" + script, dir.path());
+    const auto r = test::run_python(script, dir.path());
     ASSERT_EQ(r.exit_code, 0) << r.output;
     train::LrSchedule s;
     s.per_epoch = true;
@@ -226,11 +213,11 @@ TEST(Schedule, TorchvisionsSchedulersAreTorchOptimsPerEpoch) {
 }
 
 TEST(Sgd, WeightDecayGroupsAreTorchvisionsSetWeightDecay) {
-  if (!have_torchvision()) GTEST_SKIP() << "no Python torchvision";
+  if (!test::have_python_module("torchvision")) GTEST_SKIP() << "no Python torchvision";
   // torchvision's references' utils.set_weight_decay (0.14), transcribed: a parameter named in
   // custom keys ("bias") takes its decay; else a norm layer's takes norm_weight_decay; else the
   // weight decay.
-  const auto r = python(R"(
+  const auto r = test::run_python(R"(
 model = torchvision.models.resnet18(num_classes=10)
 norm_classes = (torch.nn.modules.batchnorm._BatchNorm, torch.nn.LayerNorm, torch.nn.GroupNorm)
 for bias_decay in (None, 3e-5):
@@ -245,7 +232,7 @@ for bias_decay in (None, 3e-5):
                 d = 1e-4
             print(full, repr(d))
 )",
-                        fs::path("."));
+                                  fs::path("."));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   models::ModelOptions mo;
   mo.name = "resnet18", mo.in_channels = 3, mo.classes = 10;
@@ -361,6 +348,80 @@ TEST(TorchvisionFlags, TheStrongRecipesAugmentationsTrainAndResumeBitExactly) {
   EXPECT_NE(r.output.find("eval resnet18"), std::string::npos) << r.output;
   const auto scored = nlohmann::json::parse(test::read_file(dir.path() / "test_only.json"));
   EXPECT_NEAR(scored["top1"].get<double>(), straight["final_test_accuracy"].get<double>(), 1e-9);
+}
+
+TEST(TorchvisionFlags, OutputDirCheckpointsResumeInTorchvisionsOwnObjects) {
+  REQUIRE_FASHION_MNIST();
+  if (!test::have_python_module("torchvision")) GTEST_SKIP() << "no Python torchvision";
+  const auto data = test::exported_fashion_mnist(200);
+  const test::TempDir dir;
+  const auto out = dir.path() / "tv";
+  const std::string line =
+      "train --data-path " + data.string() +
+      " --model resnet18 --device cpu -b 32 -j 2 --epochs 3 --lr 0.2 --lr-scheduler steplr "
+      "--lr-step-size 1 --lr-gamma 0.5 --lr-warmup-epochs 1 --lr-warmup-method linear "
+      "--norm-weight-decay 0 --bias-weight-decay 0.00003 --model-ema --model-ema-steps 2 "
+      "--train-crop-size 28 --val-resize-size 32 --val-crop-size 28 --output-dir " +
+      out.string();
+  auto r = test::run_faster(line);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // train.py's objects, built as it builds them from its arguments (references' utils.
+  // set_weight_decay transcribed), take the checkpoint with their own load_state_dict; its
+  // scheduler then goes on as faster's schedule does.
+  const auto py = test::run_python(R"(
+import os
+from torch.optim.lr_scheduler import LinearLR, SequentialLR, StepLR
+from torch.optim.swa_utils import AveragedModel
+ck = torch.load(os.path.join(path, "checkpoint.pth"), map_location="cpu")
+a = ck["args"]
+model = torchvision.models.resnet18(num_classes=10)
+model.load_state_dict(ck["model"])
+norms = (torch.nn.modules.batchnorm._BatchNorm, torch.nn.LayerNorm, torch.nn.GroupNorm)
+params, decays = {"other": [], "norm": []}, {"other": a["weight_decay"], "norm": a["norm_weight_decay"]}
+custom = [] if a["bias_weight_decay"] is None else [("bias", a["bias_weight_decay"])]
+for key, d in custom:
+    params[key], decays[key] = [], d
+for m in model.modules():
+    for name, p in m.named_parameters(recurse=False):
+        key = next((k for k, _ in custom if k == name), None)
+        if key is None:
+            key = "norm" if a["norm_weight_decay"] is not None and isinstance(m, norms) else "other"
+        params[key].append(p)
+groups = [{"params": params[k], "weight_decay": decays[k]} for k in params if params[k]]
+opt = torch.optim.SGD(groups, lr=a["lr"], momentum=a["momentum"], weight_decay=a["weight_decay"],
+                      nesterov="nesterov" in a["opt"])
+main = StepLR(opt, step_size=a["lr_step_size"], gamma=a["lr_gamma"])
+warm = LinearLR(opt, start_factor=a["lr_warmup_decay"], total_iters=a["lr_warmup_epochs"])
+sched = SequentialLR(opt, [warm, main], milestones=[a["lr_warmup_epochs"]])
+opt.load_state_dict(ck["optimizer"])
+sched.load_state_dict(ck["lr_scheduler"])
+AveragedModel(model, use_buffers=True).load_state_dict(ck["model_ema"])
+momenta = all(opt.state[p]["momentum_buffer"].shape == p.shape for g in opt.param_groups for p in g["params"])
+print("epoch", ck["epoch"], "groups", len(opt.param_groups), "momenta", int(momenta))
+print("lr", repr(opt.param_groups[0]["lr"]))
+sched.step()
+print("next", repr(opt.param_groups[0]["lr"]))
+print("files", " ".join(sorted(os.listdir(path))))
+)",
+                                   out);
+  ASSERT_EQ(py.exit_code, 0) << py.output;
+  EXPECT_NE(py.output.find("epoch 2 groups 3 momenta 1"), std::string::npos) << py.output;
+  // Warm-up epoch 0, then 0.2 x 0.5^(e - 1): the rate for epoch 3, then 4.
+  const auto number = [&](const std::string& key) {
+    const auto at = py.output.find(key + " ");
+    return at == std::string::npos ? -1.0 : std::stod(py.output.substr(at + key.size() + 1));
+  };
+  EXPECT_NEAR(number("lr"), 0.05, 1e-12) << py.output;
+  EXPECT_NEAR(number("next"), 0.025, 1e-12) << py.output;
+  EXPECT_NE(py.output.find("files checkpoint.pth model_0.pth model_1.pth model_2.pth"),
+            std::string::npos)
+      << py.output;
+  // A new run is refused the folder (its checkpoint.pth is another run's), the files untouched.
+  const auto before = test::read_file(out / "checkpoint.pth");
+  r = test::run_faster(line);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--output-dir"), std::string::npos) << r.output;
+  EXPECT_EQ(test::read_file(out / "checkpoint.pth"), before);
 }
 
 TEST(TorchvisionFlags, FlagsFasterCannotHonourExitTwoNamingThemselves) {

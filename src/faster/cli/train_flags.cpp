@@ -375,6 +375,10 @@ void add_torchvision_flags(CLI::App* cmd, TrainFlags& f) {
                  "--model-ema; --ema updates every step)");
   tv->add_option("--model-ema-decay", f.model_ema_decay, "--model-ema's decay, as torchvision's")
       ->capture_default_str();
+  tv->add_option("--output-dir", o.output_dir,
+                 "After every epoch, write DIR/model_{epoch}.pth and DIR/checkpoint.pth as "
+                 "torchvision's train.py does (model, optimizer, lr_scheduler, epoch, args, "
+                 "model_ema, scaler), which its --resume reads; ResNets with --lr-scheduler");
   tv->add_flag("--test-only", f.test_only,
                "Score --resume's weights (a faster checkpoint or weights file, or torchvision's "
                "checkpoint.pth or model_N.pth) on the validation split and stop, as faster "

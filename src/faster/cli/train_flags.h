@@ -24,9 +24,6 @@ struct RefusedFlag {
   const char* instead;
 };
 inline constexpr RefusedFlag kRefusedTorchvisionFlags[] = {
-    {"--output-dir", false,
-     "torchvision's model_N.pth and checkpoint.pth are not written: --checkpoint FILE keeps "
-     "faster's (--resume reads it) and --save FILE the weights (torchvision's models read them)"},
     {"--augmix-severity", false, "AugMix is not in faster"},
     {"--ra-sampler", true, "the repeated-augmentation sampler is not in faster"},
     {"--ra-reps", false, "the repeated-augmentation sampler is not in faster"},

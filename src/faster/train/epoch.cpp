@@ -10,6 +10,7 @@
 #include "faster/core/process_clock.h"
 #include "faster/core/timer.h"
 #include "faster/train/run.h"
+#include "faster/train/torchvision_checkpoint.h"
 
 namespace faster::train {
 namespace fs = std::filesystem;
@@ -171,7 +172,10 @@ EpochStats EpochLoop::record(int epoch, bool evaluated, const Trained& t, const 
 }
 
 void EpochLoop::save(int epoch) {
-  if (!job_.is_main() || o_.checkpoint.empty()) return;
+  if (!job_.is_main()) return;
+  if (!o_.output_dir.empty())
+    save_torchvision_checkpoint(o_, epoch, steps_per_epoch_, run_.model.module(), *run_.stepper);
+  if (o_.checkpoint.empty()) return;
   auto meta = run_meta(o_, d_, run_, report_);
   meta["epochs_done"] = epoch + 1;
   meta["step"] = step_;

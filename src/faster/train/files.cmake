@@ -13,6 +13,7 @@ list(APPEND FASTER_TORCH_SOURCES
   src/faster/train/cpu_runtime.cpp
   src/faster/train/stepper.cpp
   src/faster/train/batch_augment.cpp
+  src/faster/train/torchvision_checkpoint.cpp
   src/faster/train/device_warm_up.cpp
   src/faster/train/ema.cpp
   src/faster/train/data_plan.cpp

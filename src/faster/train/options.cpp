@@ -13,6 +13,7 @@
 #include "faster/models/registry.h"
 #include "faster/train/parallel/data_parallel.h"
 #include "faster/train/step_graph.h"
+#include "faster/train/torchvision_checkpoint.h"
 
 namespace faster::train {
 
@@ -262,6 +263,7 @@ void validate_run(const TrainOptions& o) {
     FASTER_USAGE_ERROR("--sync-bn needs --norm batch");
   if (o.norm == models::Norm::kSync)
     FASTER_USAGE_ERROR("--norm must be batch or none (use --sync-bn)");
+  check_output_dir_options(o);
 }
 
 // DataParallel and DDP.
@@ -518,7 +520,8 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"checkpoint", recorded_path(o.checkpoint)},
           {"keep_checkpoints", o.keep_checkpoints},
           {"log_dir", recorded_path(o.log_dir)},
-          {"json", recorded_path(o.json)}};
+          {"json", recorded_path(o.json)},
+          {"output_dir", recorded_path(o.output_dir)}};
 }
 
 }  // namespace faster::train

@@ -113,6 +113,9 @@ struct TrainOptions : DataOptions {
   bool keep_checkpoints = false;            // also keep each epoch's as CHECKPOINT.epochN
   std::string resume;                       // a checkpoint to continue from
   std::string json;  // the run's report (the CLI writes it; recorded so a resume writes it too)
+  // torchvision's checkpoints after every epoch: DIR/model_{epoch}.pth and DIR/checkpoint.pth
+  // (train/torchvision_checkpoint.h).
+  std::string output_dir;
   // The outputs are those the resumed checkpoint's run recorded (a bare resume of its latest
   // checkpoint): the run must then be that run (train refuses other settings).
   bool outputs_from_checkpoint = false;

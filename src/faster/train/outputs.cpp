@@ -120,6 +120,12 @@ void check_outputs(const TrainOptions& o, const nlohmann::json& now) {
   check_checkpoint(o, now);
   check_file("--save", o.save, now);
   check_file("--json", o.json, now);
+  // --output-dir: torchvision's checkpoint.pth of another run (torchvision's own, or faster's) is
+  // not replaced by a new run; a resumed one writes on in it.
+  std::error_code ec;
+  const auto torchvision = fs::path(o.output_dir) / "checkpoint.pth";
+  if (!o.output_dir.empty() && o.resume.empty() && fs::exists(torchvision, ec))
+    refuse("--output-dir", o.output_dir, "a run's checkpoint.pth and model_N.pth", "");
 }
 
 }  // namespace faster::train

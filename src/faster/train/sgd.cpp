@@ -36,6 +36,15 @@ torch::Tensor flat_grad_of(const torch::Tensor& param) {
   return g.defined() ? memory_order_flat(layout_like(g, param)) : torch::Tensor();
 }
 
+double param_weight_decay(const ParamRole& role, int64_t dim, const SgdOptions& o) {
+  // torchvision's precedence: the "bias" key first (0 where 1-d parameters take no decay), then
+  // the norm layers', then the weight decay.
+  if (role.bias && o.bias_weight_decay >= 0) return o.bias_weight_decay;
+  if (role.bias && !o.decay_1d) return 0;
+  if (role.norm && o.norm_weight_decay >= 0) return o.norm_weight_decay;
+  return dim <= 1 && !o.decay_1d ? 0.0 : o.weight_decay;
+}
+
 std::vector<ParamRole> param_roles(
     const std::vector<std::pair<std::string, torch::Tensor>>& named) {
   std::map<std::string, int64_t> weight_dims;  // module prefix -> its weight's dimensions
@@ -85,14 +94,11 @@ FlatSgd::FlatSgd(std::vector<torch::Tensor> params, SgdOptions options,
   };
   FASTER_CHECK(roles.empty() || roles.size() == params_.size(), "FlatSgd: ", roles.size(),
                " roles for ", params_.size(), " parameters");
-  const auto decay_of = [&](size_t i) {
-    const auto role = roles.empty() ? ParamRole{params_[i].dim() <= 1, false} : roles[i];
-    if (role.bias && options_.bias_weight_decay >= 0) return options_.bias_weight_decay;
-    if (role.norm && options_.norm_weight_decay >= 0) return options_.norm_weight_decay;
-    return params_[i].dim() <= 1 && !options_.decay_1d ? 0.0 : options_.weight_decay;
-  };
   std::vector<double> decays(params_.size());
-  for (size_t i = 0; i < params_.size(); ++i) decays[i] = decay_of(i);
+  for (size_t i = 0; i < params_.size(); ++i)
+    decays[i] =
+        param_weight_decay(roles.empty() ? ParamRole{params_[i].dim() <= 1, false} : roles[i],
+                           params_[i].dim(), options_);
   for (size_t i : banks) decays[i] = 0;
   const bool uniform = std::all_of(decays.begin(), decays.end(),
                                    [&](double d) { return d == options_.weight_decay; });

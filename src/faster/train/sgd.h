@@ -44,6 +44,8 @@ struct ParamRole {
 };
 // The roles of `named` parameters by their names (torchvision's, "layer1.0.bn1.weight").
 std::vector<ParamRole> param_roles(const std::vector<std::pair<std::string, torch::Tensor>>& named);
+// The weight decay of a parameter of `role` with `dim` dimensions.
+double param_weight_decay(const ParamRole& role, int64_t dim, const SgdOptions& o);
 
 class FlatSgd {
  public:

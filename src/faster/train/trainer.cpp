@@ -316,6 +316,9 @@ void claim_outputs(const TrainOptions& o, const Job& job) {
       for (const auto& [flag, path] :
            {std::pair{"--save", &o.save}, {"--checkpoint", &o.checkpoint}, {"--json", &o.json}})
         if (!path->empty()) tools::make_parent_folders(*path, flag);
+      if (!o.output_dir.empty())  // torchvision's train.py makes it too
+        tools::make_parent_folders((fs::path(o.output_dir) / "checkpoint.pth").string(),
+                                   "--output-dir");
     } catch (...) {
       refused = std::current_exception();
     }
