@@ -416,6 +416,28 @@ print("files", " ".join(sorted(os.listdir(path))))
   EXPECT_NE(py.output.find("files checkpoint.pth model_0.pth model_1.pth model_2.pth"),
             std::string::npos)
       << py.output;
+  // A flipped byte inside a tensor of model_1.pth: faster eval, --test-only and --resume refuse
+  // it by its entry's CRC-32.
+  const auto damaged = out / "model_1.pth";
+  torch::Tensor largest;
+  for (const auto& kv : train::read_state_dict(damaged))
+    if (!largest.defined() || kv.value().numel() > largest.numel()) largest = kv.value();
+  const auto values = largest.contiguous();
+  std::string bytes = test::read_file(damaged);
+  const auto at =
+      bytes.find(std::string(static_cast<const char*>(values.data_ptr()), values.nbytes()));
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + values.nbytes() / 2] ^= 0x01;
+  test::write_file(damaged, bytes);
+  for (const std::string& command :
+       {"eval --device cpu --val-res 28 --data " + data.string() + " --weights " + damaged.string(),
+        "train --data-path " + data.string() + " --device cpu --test-only --resume " +
+            damaged.string(),
+        "train --data-path " + data.string() + " --device cpu --resume " + damaged.string()}) {
+    const auto d = test::run_faster(command);
+    EXPECT_EQ(d.exit_code, 1) << command << "\n" << d.output;
+    EXPECT_NE(d.output.find("does not match its CRC-32"), std::string::npos) << d.output;
+  }
   // A new run is refused the folder (its checkpoint.pth is another run's), the files untouched.
   const auto before = test::read_file(out / "checkpoint.pth");
   r = test::run_faster(line);
