@@ -85,6 +85,22 @@ def test_epochs_follow_seed_and_epoch(photos):
     assert second != [i for _, i in first]
 
 
+def test_auto_augment_follows_seed_and_leaves_validation_alone(photos):
+    def batches(**options):
+        loader = faster.ImageLoader(photos / "train", 12, res=32, seed=3, normalize=False, **options)
+        return [x.clone() for x, _ in loader]
+
+    plain, ta = batches(), batches(auto_augment="ta_wide")
+    assert all(torch.equal(x, y) for x, y in zip(ta, batches(auto_augment="ta_wide")))
+    # One of 14 ops per image (Identity among them): most images change, the crops stay.
+    changed = sum(int(not torch.equal(a, b)) for x, y in zip(plain, ta) for a, b in zip(x, y))
+    assert changed > len(plain) * 12 // 2
+    val = faster.ImageLoader(photos / "val", 8, train=False, res=32, normalize=False,
+                             auto_augment="ra")
+    ref = faster.ImageLoader(photos / "val", 8, train=False, res=32, normalize=False)
+    assert all(torch.equal(x, y) for (x, _), (y, _) in zip(val, ref))
+
+
 def test_last_batch_rules(photos):
     n = 48  # training images
     assert len(faster.ImageLoader(photos / "train", 20, res=32)) == 3
@@ -197,6 +213,8 @@ def test_a_missing_root_or_an_empty_class_is_file_not_found(tmp_path, photos):
     (dict(rank=2, world_size=2), ValueError, "rank must be between 0 and 1"),
     (dict(decode="nvjpeg", device="cpu"), ValueError, "decode nvjpeg needs a CUDA device"),
     (dict(workers="many"), TypeError, "workers must be an int"),
+    (dict(auto_augment="augmix"), ValueError, "auto_augment must be none, ta_wide, ra or imagenet"),
+    (dict(ra_magnitude=31), ValueError, "ra_magnitude must be between 0 and 30"),
     (dict(wokers=2), TypeError, "unexpected keyword argument 'wokers'"),
 ])
 def test_bad_options_raise_naming_the_keyword(photos, options, error, message):

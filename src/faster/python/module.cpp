@@ -83,6 +83,20 @@ const std::vector<Keyword>& keywords() {
       {"flip", "train: mirror half the crops (RandomHorizontalFlip)",
        [](const R& r) { return py::cast(r.flip); },
        [](R& r, py::handle v) { r.flip = as<bool>(v, "flip", "a bool"); }},
+      {"auto_augment",
+       "train: torchvision's policy after each crop and flip, 'ta_wide' (TrivialAugmentWide), "
+       "'ra' (RandAugment), 'imagenet' (AutoAugment's) or 'none', on the CPU threads",
+       [](const R& r) {
+         return py::cast(enum_name(data::kAutoAugmentNames, r.data.auto_augment.policy));
+       },
+       [](R& r, py::handle v) {
+         r.data.auto_augment.policy = enum_value(v, "auto_augment", data::kAutoAugmentNames);
+       }},
+      {"ra_magnitude", "RandAugment's strength, a bin of 31 (0-30)",
+       [](const R& r) { return py::cast(r.data.auto_augment.ra_magnitude); },
+       [](R& r, py::handle v) {
+         r.data.auto_augment.ra_magnitude = as<int>(v, "ra_magnitude", "an int");
+       }},
       {"decode",
        "'cpu' (libjpeg-turbo in the loader threads), 'nvjpeg' (the GPU's JPEG engines) or "
        "'auto' (nvjpeg on a GPU unless the images are small)",
