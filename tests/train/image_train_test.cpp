@@ -624,6 +624,11 @@ TEST(WeightEma, UpdatesWarmUpFromACopyOfTheModel) {
   flat.add_(1);
   ema.update();  // the warm-up's second update
   EXPECT_TRUE(torch::allclose(ema.state()[0], 2.0 / 11 * live + 9.0 / 11 * flat, 1e-12, 1e-12));
+  // torchvision's --model-ema: a copy, then the decay itself from the second update on.
+  WeightEma constant(flat, {buffer, count}, 0.75, /*warmup=*/false);
+  EXPECT_EQ(constant.decay_at(0), 0.0);
+  EXPECT_EQ(constant.decay_at(1), 0.75);
+  EXPECT_EQ(constant.decay_at(20), 0.75);
 }
 
 }  // namespace

@@ -322,6 +322,7 @@ TEST(TorchvisionFlags, TheStrongRecipesAugmentationsTrainAndResumeBitExactly) {
   EXPECT_EQ(o["cutmix_alpha"], 1.0);
   EXPECT_EQ(o["random_erase"], 0.1);
   EXPECT_EQ(o["ema_every"], 4);
+  EXPECT_EQ(o["ema_warmup"], false);  // torchvision's constant decay
   EXPECT_EQ(o["lr_per_epoch"], true);
   // torchvision's --model-ema decay: 1 - (1 - 0.99998) x world 1 x batch 32 x 4 steps / 2 epochs.
   EXPECT_NEAR(o["ema"].get<double>(), 1 - 2e-5 * 32 * 4 / 2, 1e-12);

@@ -110,7 +110,7 @@ int run_test_only(TrainFlags& f) {
   e.workers = o.workers;
   e.val_res = o.val_res, e.val_resize = o.val_resize;
   e.decode = o.decode;
-  if (f.amp) e.precision = f.amp_dtype;  // torchvision evaluates under autocast with --amp
+  // In float32 whatever --amp says, as train.py's evaluate() runs (no autocast there).
   e.channels_last = o.channels_last;
   if (!data::is_small_dataset(e.data)) ask_for_more_work_queues();
   return print_eval(train::evaluate(e), o.json);

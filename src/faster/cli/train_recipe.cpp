@@ -2,6 +2,7 @@
 // --recipe names one), or, resuming, the checkpoint's run's (its data, outputs, launch and
 // settings); then the flags that only mean something together are checked, the lists parsed and
 // the modes applied (resolve_flags).
+#include <cmath>
 #include <filesystem>
 #include <optional>
 #include <thread>
@@ -28,7 +29,7 @@ void take_outputs(TrainFlags& f, const nlohmann::json& resumed) {
   const auto unset = [&](const char* flag) { return !f.given(flag); };
   const std::string own = resumed.value("checkpoint", std::string());
   const bool none_named = unset("--save") && unset("--checkpoint") && unset("--keep-checkpoints") &&
-                          unset("--log-dir") && unset("--json");
+                          unset("--log-dir") && unset("--json") && unset("--output-dir");
   std::error_code same_ec;  // C named otherwise, or a C.epochN linked to C, is C
   const bool latest = !own.empty() && fs::equivalent(own, o.resume, same_ec);
   const std::string keep = "; name --checkpoint, --save or --json to keep this run's results)";
@@ -44,7 +45,8 @@ void take_outputs(TrainFlags& f, const nlohmann::json& resumed) {
     for (const auto& [flag, key, path] : {std::tuple{"--checkpoint", "checkpoint", &o.checkpoint},
                                           {"--save", "save", &o.save},
                                           {"--log-dir", "log_dir", &o.log_dir},
-                                          {"--json", "json", &o.json}}) {
+                                          {"--json", "json", &o.json},
+                                          {"--output-dir", "output_dir", &o.output_dir}}) {
       const std::string saved = resumed.value(key, std::string());
       std::error_code ec;
       if (saved.empty()) continue;
@@ -189,6 +191,9 @@ void fill_optimizer(TrainFlags& f, const train::TrainOptions& r, const nlohmann:
     o.schedule.decay = f.lr_scheduler;
   }
   o.schedule.per_epoch = !unset("--lr-scheduler") || (unset("--lr-decay") && r.schedule.per_epoch);
+  // Per epoch, the recipe's warm-up counts whole epochs (an eighth of 10 is 1, not 1.25).
+  if (o.schedule.per_epoch && unset("--warmup-epochs"))
+    o.schedule.warmup_epochs = std::floor(o.schedule.warmup_epochs);
   if (unset("--lr-warmup-method")) o.schedule.warmup_shape = r.schedule.warmup_shape;
   if (unset("--lr-step-size")) o.schedule.step_size = r.schedule.step_size;
   if (unset("--norm-weight-decay")) o.sgd.norm_weight_decay = r.sgd.norm_weight_decay;
@@ -476,13 +481,12 @@ void apply_torchvision_flags(TrainFlags& f) {
     if (!(f.model_ema_decay > 0 && f.model_ema_decay < 1))
       FASTER_USAGE_ERROR("--model-ema-decay must be in (0, 1) (got ", f.model_ema_decay, ")");
     if (!f.given("--model-ema-steps")) o.ema_every = 32;
-    int world = 1;
-    if (o.parallel == train::Parallel::kDdp) {
-      const char* env = std::getenv("WORLD_SIZE");
-      world = f.nproc > 0 ? f.nproc : env && *env ? std::max(1, std::atoi(env)) : 1;
-    }
+    int world = 1;  // --nproc's, or the launcher's (torchrun, Slurm)
+    if (o.parallel == train::Parallel::kDdp)
+      world = f.nproc > 0 ? f.nproc : std::max(1, train::world_from_env().world);
     const double adjust = static_cast<double>(world) * o.batch * o.ema_every / o.epochs;
     o.ema_decay = 1.0 - std::min(1.0, (1.0 - f.model_ema_decay) * adjust);
+    o.ema_warmup = false;  // torchvision's average: a copy, then the decay itself
     if (!(o.ema_decay > 0))
       FASTER_USAGE_ERROR("--model-ema: torchvision's adjusted decay 1 - (1 - ", f.model_ema_decay,
                          ") x ", world, " x ", o.batch, " x ", o.ema_every, " / ", o.epochs,

@@ -79,7 +79,9 @@ BatchAugment::BatchAugment(const BatchAugmentOptions& o, uint64_t seed, int rank
 
 BatchDraws BatchAugment::draw(int64_t step, int64_t n, int64_t h, int64_t w) {
   TORCH_CHECK(n <= boxes_.size(0), "BatchAugment: a batch of ", n, " over ", boxes_.size(0));
-  std::mt19937_64 gen(data::SampleRng(seed_, step, rank_).next_u64());
+  // Apart from the crops' streams (seed, epoch, index), which share the key's shape.
+  constexpr uint64_t kStream = 0xD1B54A32D192ED03ull;
+  std::mt19937_64 gen(data::SampleRng(seed_ ^ kStream, step, rank_).next_u64());
   BatchDraws drawn;
   if (o_.random_erase > 0) {
     auto boxes = torch::zeros({n, 4}, torch::kLong);

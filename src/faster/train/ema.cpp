@@ -9,8 +9,9 @@
 
 namespace faster::train {
 
-WeightEma::WeightEma(torch::Tensor flat_params, std::vector<torch::Tensor> buffers, double decay)
-    : flat_(std::move(flat_params)), buffers_(std::move(buffers)), decay_(decay) {
+WeightEma::WeightEma(torch::Tensor flat_params, std::vector<torch::Tensor> buffers, double decay,
+                     bool warmup)
+    : flat_(std::move(flat_params)), buffers_(std::move(buffers)), decay_(decay), warmup_(warmup) {
   FASTER_CHECK(decay > 0 && decay < 1, "EMA decay must be in (0, 1)");
   torch::NoGradGuard no_grad;
   ema_flat_ = flat_.detach().clone();
@@ -19,6 +20,7 @@ WeightEma::WeightEma(torch::Tensor flat_params, std::vector<torch::Tensor> buffe
 
 double WeightEma::decay_at(int64_t k) const {
   if (k <= 0) return 0;
+  if (!warmup_) return decay_;
   return std::min(decay_, (1.0 + static_cast<double>(k)) / (10.0 + static_cast<double>(k)));
 }
 

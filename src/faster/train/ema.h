@@ -22,7 +22,9 @@ namespace faster::train {
 class WeightEma {
  public:
   // `flat_params`: the optimizer's flat parameter buffer; `buffers`: the model's buffers.
-  WeightEma(torch::Tensor flat_params, std::vector<torch::Tensor> buffers, double decay);
+  // `warmup` false: the decay from the second update on, as torchvision's --model-ema.
+  WeightEma(torch::Tensor flat_params, std::vector<torch::Tensor> buffers, double decay,
+            bool warmup = true);
 
   // The average takes the model in (the first update copies it), on the device.
   void update();
@@ -47,6 +49,7 @@ class WeightEma {
   torch::Tensor flat_, ema_flat_;
   std::vector<torch::Tensor> buffers_, ema_buffers_;
   double decay_;
+  bool warmup_;
   int64_t updates_ = 0;
 };
 

@@ -76,7 +76,7 @@ void EpochLoop::train_pass(int epoch, std::optional<Progress>& bar, const Timer&
     const int64_t step = step_++;
     t.lr = o_.sgd.lr * lr_factor(o_.schedule, step, steps_per_epoch_, o_.epochs);
     stepper.set_lr(t.lr);
-    stepper.train_batch(*b, step);
+    stepper.train_batch(*b, step, step - static_cast<int64_t>(epoch) * steps_per_epoch_);
     stop_if_interrupted(epoch, "in");
     t.seen += b->size;
     if (!bar) continue;

@@ -410,6 +410,7 @@ void take_run_options(const nlohmann::json& saved, TrainOptions& o, const std::s
   r.take("label_smoothing", o.label_smoothing);
   r.take("ema", o.ema_decay);
   r.take("ema_every", o.ema_every);
+  r.take("ema_warmup", o.ema_warmup);
   r.take("res", o.res.res);
   r.take("res_end", o.res.end_res);
   std::vector<int> ramp{o.res.ramp_start, o.res.ramp_end};
@@ -476,6 +477,7 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"label_smoothing", o.label_smoothing},
           {"ema", o.ema_decay},
           {"ema_every", o.ema_every},
+          {"ema_warmup", o.ema_warmup},
           {"res", o.res.res},
           {"res_end", o.res.end_res},
           {"res_ramp", one_based({o.res.ramp_start, o.res.ramp_end})},

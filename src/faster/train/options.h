@@ -72,8 +72,9 @@ struct TrainOptions : DataOptions {
   // > 0: the gradient's total L2 norm is clipped to this before each step (after the fp16
   // scaler's unscaling and DDP's average, as torch.nn.utils.clip_grad_norm_ in torchvision's loop).
   double clip_grad_norm = 0;
-  double ema_decay = 0;  // > 0: evaluate (and save) an exponential moving average of the weights
-  int ema_every = 1;     // ...updated every this many steps (torchvision's --model-ema-steps)
+  double ema_decay = 0;    // > 0: evaluate (and save) an exponential moving average of the weights
+  int ema_every = 1;       // ...updated every this many steps of an epoch (--model-ema-steps)
+  bool ema_warmup = true;  // timm's decay warm-up (false: torchvision's --model-ema, constant)
   std::vector<int> blocks{3, 3, 2};
   std::vector<int> filters{32, 64, 128};
 

@@ -82,7 +82,7 @@ inline constexpr const char* kRunKeys[] = {
     "lr_decay", "min_lr", "lr_steps", "lr_gamma", "lr_per_epoch", "lr_warmup_method",
     "lr_step_size", "norm_weight_decay", "bias_weight_decay", "clip_grad_norm", "auto_augment",
     "ra_magnitude", "random_erase",
-    "mixup_alpha", "cutmix_alpha", "label_smoothing", "ema", "ema_every", "res", "res_end", "res_ramp", "res_step", "crop_scale_min",
+    "mixup_alpha", "cutmix_alpha", "label_smoothing", "ema", "ema_every", "ema_warmup", "res", "res_end", "res_ramp", "res_step", "crop_scale_min",
     "translate", "flip", "alternate_flips", "seed", "last_batch", "precision", "recipe",
     "world_size", "norm", "whiten", "train_limit", "sync_bn"};
 // clang-format on

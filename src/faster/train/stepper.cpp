@@ -104,7 +104,8 @@ Stepper::Stepper(models::Model model, const TrainOptions& o, torch::Device devic
   evaluated_ = torch::zeros({}, f.dtype(torch::kLong));
   normalize_ = data::PixelNormalizer(norm, channels, data::Layout::kNCHW, device);
   if (o.precision == Precision::kFloat16) scaler_.emplace(device);
-  if (o.ema_decay > 0) ema_.emplace(sgd_.flat_params(), model_->buffers(), o.ema_decay);
+  if (o.ema_decay > 0)
+    ema_.emplace(sgd_.flat_params(), model_->buffers(), o.ema_decay, o.ema_warmup);
   if (o.augment.any())
     augment_.emplace(o.augment, o.seed, dist ? dist->world().rank : 0, o.batch, device);
 }
@@ -117,14 +118,14 @@ void Stepper::start_epoch() {
   evaluated_.zero_();
 }
 
-void Stepper::train_batch(const data::Batch& b, int64_t step) {
+void Stepper::train_batch(const data::Batch& b, int64_t step, int64_t epoch_step) {
   if (augment_) {
     const auto& s = b.images.sizes();  // [n, h, w, c] or [n, c, h, w]
     augment_->draw(step, b.size, input_nhwc_ ? s[1] : s[2], input_nhwc_ ? s[2] : s[3]);
   }
   run(b, train_graph_,
       [this](const torch::Tensor& x, const torch::Tensor& y, int64_t n) { train_step(x, y, n); });
-  if (ema_ && step % o_.ema_every == 0) ema_->update();
+  if (ema_ && epoch_step % o_.ema_every == 0) ema_->update();
 }
 
 void Stepper::eval_batch(const data::Batch& b) {

@@ -74,8 +74,9 @@ class Stepper {
 
   void set_lr(double lr) { sgd_.set_lr(lr); }
   void start_epoch();
-  // `step`: the run's step (0-based), which seeds the batch's augmentation draws.
-  void train_batch(const data::Batch& b, int64_t step = 0);
+  // `step`: the run's step (0-based), which seeds the batch's augmentation draws; `epoch_step`:
+  // its place in the epoch, which decides whether the average takes it in (every ema_every).
+  void train_batch(const data::Batch& b, int64_t step = 0, int64_t epoch_step = 0);
   void eval_batch(const data::Batch& b);
 
   // The epoch's sums as one device tensor [train loss, eval loss, top1, top5] (for all-reduce)...

@@ -67,15 +67,19 @@ std::array<double, 6> inverse_affine(double cx, double cy, double angle, double 
   return m;
 }
 
-// The matrix applied through _gen_affine_grid and grid_sample(nearest, zeros, align_corners
-// False), in float32: output pixel (x, y) reads the source pixel nearest to
-// ((theta . (xc, yc, 1)) / (size / 2) + 1) * size - 1) / 2, zeros outside.
-void affine_nearest(const std::array<double, 6>& matrix, const ImageView& src,
-                    const MutableImageView& dst) {
+// The matrix applied through _gen_affine_grid and grid_sample(zeros, align_corners False), in
+// float32: output pixel (x, y) reads the source at
+// ((theta . (xc, yc, 1)) / (size / 2) + 1) * size - 1) / 2: the nearest pixel, or the four around
+// it weighted bilinearly and rounded (half to even, as torch.round) back to uint8; zeros outside.
+void affine(const std::array<double, 6>& matrix, bool bilinear, const ImageView& src,
+            const MutableImageView& dst) {
   const int w = src.width, h = src.height, c = src.channels;
   const float hw = 0.5f * static_cast<float>(w), hh = 0.5f * static_cast<float>(h);
   float r[6];
   for (int i = 0; i < 6; ++i) r[i] = static_cast<float>(matrix[i]) / (i < 3 ? hw : hh);
+  const auto at = [&](int64_t x, int64_t y, int k) -> float {
+    return x >= 0 && x < w && y >= 0 && y < h ? src.row(static_cast<int>(y))[x * c + k] : 0.0f;
+  };
   for (int y = 0; y < h; ++y) {
     const float yc = -static_cast<float>(h) * 0.5f + 0.5f + static_cast<float>(y);
     uint8_t* out = dst.row(y);
@@ -84,12 +88,22 @@ void affine_nearest(const std::array<double, 6>& matrix, const ImageView& src,
       const float gx = xc * r[0] + yc * r[1] + r[2], gy = xc * r[3] + yc * r[4] + r[5];
       const float ix = ((gx + 1.0f) * static_cast<float>(w) - 1) / 2;
       const float iy = ((gy + 1.0f) * static_cast<float>(h) - 1) / 2;
-      const auto sx = static_cast<int64_t>(std::nearbyint(ix));
-      const auto sy = static_cast<int64_t>(std::nearbyint(iy));
-      if (sx >= 0 && sx < w && sy >= 0 && sy < h)
-        std::memcpy(out, src.row(static_cast<int>(sy)) + sx * c, c);
-      else
-        std::memset(out, 0, c);
+      if (!bilinear) {
+        const auto sx = static_cast<int64_t>(std::nearbyint(ix));
+        const auto sy = static_cast<int64_t>(std::nearbyint(iy));
+        for (int k = 0; k < c; ++k) out[k] = static_cast<uint8_t>(at(sx, sy, k));
+        continue;
+      }
+      // grid_sample's weights, as its CPU kernel forms them.
+      const float x0 = std::floor(ix), y0 = std::floor(iy);
+      const float tw = ix - x0, te = 1 - tw, tn = iy - y0, ts = 1 - tn;
+      const float nw = ts * te, ne = ts * tw, sw = tn * te, se = tn * tw;
+      const auto X = static_cast<int64_t>(x0), Y = static_cast<int64_t>(y0);
+      for (int k = 0; k < c; ++k) {
+        const float v = at(X, Y, k) * nw + at(X + 1, Y, k) * ne + at(X, Y + 1, k) * sw +
+                        at(X + 1, Y + 1, k) * se;
+        out[k] = static_cast<uint8_t>(std::min(255.0f, std::max(0.0f, std::nearbyint(v))));
+      }
     }
   }
 }
@@ -313,7 +327,8 @@ std::vector<AppliedOp> draw_ops(const AutoAugmentOptions& o, int height, int wid
   return ops;
 }
 
-void apply_op(const AppliedOp& a, const ImageView& src, const MutableImageView& dst) {
+void apply_op(const AppliedOp& a, const ImageView& src, const MutableImageView& dst,
+              bool bilinear) {
   FASTER_CHECK(src.width == dst.width && src.height == dst.height && src.channels == dst.channels &&
                    (src.channels == 1 || src.channels == 3),
                "apply_op: images of different shapes");
@@ -321,15 +336,17 @@ void apply_op(const AppliedOp& a, const ImageView& src, const MutableImageView& 
   const double cx = -0.5 * src.width, cy = -0.5 * src.height;  // center=[0, 0] of shears
   switch (a.op) {
     case AugmentOp::kShearX:
-      return affine_nearest(inverse_affine(cx, cy, 0, 0, 0, std::atan(m) * 180 / kPi, 0), src, dst);
+      return affine(inverse_affine(cx, cy, 0, 0, 0, std::atan(m) * 180 / kPi, 0), bilinear, src,
+                    dst);
     case AugmentOp::kShearY:
-      return affine_nearest(inverse_affine(cx, cy, 0, 0, 0, 0, std::atan(m) * 180 / kPi), src, dst);
+      return affine(inverse_affine(cx, cy, 0, 0, 0, 0, std::atan(m) * 180 / kPi), bilinear, src,
+                    dst);
     case AugmentOp::kTranslateX:
-      return affine_nearest(inverse_affine(0, 0, 0, std::trunc(m), 0, 0, 0), src, dst);
+      return affine(inverse_affine(0, 0, 0, std::trunc(m), 0, 0, 0), bilinear, src, dst);
     case AugmentOp::kTranslateY:
-      return affine_nearest(inverse_affine(0, 0, 0, 0, std::trunc(m), 0, 0), src, dst);
+      return affine(inverse_affine(0, 0, 0, 0, std::trunc(m), 0, 0), bilinear, src, dst);
     case AugmentOp::kRotate:  // F.rotate: the inverse of -angle about the centre
-      return affine_nearest(inverse_affine(0, 0, -m, 0, 0, 0, 0), src, dst);
+      return affine(inverse_affine(0, 0, -m, 0, 0, 0, 0), bilinear, src, dst);
     case AugmentOp::kBrightness:
       return blend_with(src, dst, 1 + m, [](int, int, int, const uint8_t*) { return 0.0f; });
     case AugmentOp::kColor:
@@ -360,7 +377,7 @@ void apply_op(const AppliedOp& a, const ImageView& src, const MutableImageView& 
   per_value(src, dst, [](uint8_t v) { return v; });
 }
 
-bool apply_ops(const std::vector<AppliedOp>& ops, bool flip, ImageBuffer& image,
+bool apply_ops(const std::vector<AppliedOp>& ops, bool flip, bool bilinear, ImageBuffer& image,
                ImageBuffer& scratch) {
   if (std::all_of(ops.begin(), ops.end(),
                   [](const AppliedOp& a) { return a.op == AugmentOp::kIdentity; }))
@@ -376,7 +393,7 @@ bool apply_ops(const std::vector<AppliedOp>& ops, bool flip, ImageBuffer& image,
   for (const auto& op : ops) {
     if (op.op == AugmentOp::kIdentity) continue;
     scratch.reshape(image.width(), image.height(), image.channels());
-    apply_op(op, image.view(), scratch.mutable_view());
+    apply_op(op, image.view(), scratch.mutable_view(), bilinear);
     std::swap(image, scratch);
   }
   return true;

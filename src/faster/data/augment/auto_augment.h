@@ -3,7 +3,8 @@
 // (ta_wide: one op of 14 at a random one of 31 strengths), RandAugment (ra: 2 ops at strength
 // --ra-magnitude of 31) and AutoAugment's ImageNet policy (imagenet: one of 25 pairs of ops, each
 // with its probability and strength).  Each op is torchvision's functional op on a uint8 tensor
-// (transforms/autoaugment.py's _apply_op, nearest-neighbour geometry, zeros entering), computed
+// (transforms/autoaugment.py's _apply_op on a tensor, zeros entering; the geometry bilinear, as
+// train.py's default --interpolation passes it, or nearest, the transforms' own default), computed
 // in float32 as torch does, so the results match torchvision's to a level (ties of the nearest
 // sample excepted: tests/data/auto_augment_test.cpp states the tolerances).  No LibTorch.
 #pragma once
@@ -29,6 +30,7 @@ struct AutoAugmentOptions {
   AutoAugmentPolicy policy = AutoAugmentPolicy::kNone;
   int ra_magnitude = 9;  // RandAugment's strength, a bin of 31 (torchvision's --ra-magnitude)
   int ra_ops = 2;        // RandAugment's ops per image
+  bool bilinear = true;  // the geometric ops' sampling: bilinear (train.py's) or nearest
   bool on() const { return policy != AutoAugmentPolicy::kNone; }
 };
 
@@ -95,12 +97,14 @@ const std::vector<std::pair<SubPolicyOp, SubPolicyOp>>& imagenet_policy();
 // The ops drawn for one image of h x w (a policy's own draws, from rng).
 std::vector<AppliedOp> draw_ops(const AutoAugmentOptions& o, int height, int width, SampleRng& rng);
 
-// Applies one op to `src` into `dst` (same size and channels, 1 or 3; not the same memory).
-void apply_op(const AppliedOp& op, const ImageView& src, const MutableImageView& dst);
+// Applies one op to `src` into `dst` (same size and channels, 1 or 3; not the same memory), the
+// geometric ones sampling bilinearly or at the nearest pixel.
+void apply_op(const AppliedOp& op, const ImageView& src, const MutableImageView& dst,
+              bool bilinear = true);
 
 // Applies `ops` in turn to `image` (read and rewritten, mirrored first where `flip`), using
 // `scratch`; false where there is nothing to do (no op but Identity: `image` as it was, unflipped).
-bool apply_ops(const std::vector<AppliedOp>& ops, bool flip, ImageBuffer& image,
+bool apply_ops(const std::vector<AppliedOp>& ops, bool flip, bool bilinear, ImageBuffer& image,
                ImageBuffer& scratch);
 
 }  // namespace faster::data

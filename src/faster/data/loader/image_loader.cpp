@@ -472,7 +472,8 @@ bool ImageLoader::load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slo
     if (augments()) {  // after the crop and its flip, as torchvision's transforms run
       SampleRng rng(options_.sampler.seed ^ kAutoAugmentStream, epoch, index);
       const auto ops = draw_ops(options_.auto_augment, height_, width_, rng);
-      if (apply_ops(ops, flip, w.resized, w.scratch)) flip = false, image = w.resized.view();
+      if (apply_ops(ops, flip, options_.auto_augment.bilinear, w.resized, w.scratch))
+        flip = false, image = w.resized.view();
     }
     const int64_t per_image = int64_t{channels_} * height_ * width_;
     if (host_uint8())
