@@ -58,6 +58,7 @@ class GradScaler {
   void update(const torch::Tensor& found_inf);
 
   double current_scale() const { return scale_.item<double>(); }  // syncs; for reports and tests
+  const GradScalerOptions& options() const { return options_; }
   // The scale and the growth tracker themselves (checkpoints copy into them).
   std::vector<torch::Tensor> state() const { return {scale_, tracker_}; }
   int64_t growth_tracker() const { return tracker_.item<int64_t>(); }

@@ -18,8 +18,6 @@
 namespace faster::train {
 namespace fs = std::filesystem;
 
-namespace {
-// Parameters and buffers by dotted name, in registration order.
 std::vector<std::pair<std::string, torch::Tensor>> named_state(const torch::nn::Module& m) {
   std::vector<std::pair<std::string, torch::Tensor>> out;
   for (const auto& p : m.named_parameters()) out.emplace_back(p.key(), p.value());
@@ -27,11 +25,16 @@ std::vector<std::pair<std::string, torch::Tensor>> named_state(const torch::nn::
   return out;
 }
 
-// A tensor the archive owns: on the CPU, compact, not sharing storage with anything else.
-torch::Tensor own(const torch::Tensor& t) {
+torch::Tensor archive_copy(const torch::Tensor& t) {
   return t.detach().to(torch::kCPU).contiguous().clone();
 }
 
+void write_archive(const fs::path& path, const std::vector<char>& bytes) {
+  tools::write_file_atomic(path, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), {},
+                           /*durable=*/true);
+}
+
+namespace {
 constexpr const char* kWeightsMeta = "faster.json";
 
 // pickle_save's archive with one more record, `name`: the others copied as they are, but for
@@ -62,8 +65,7 @@ void write_dict(const fs::path& path, const c10::Dict<std::string, torch::Tensor
                 const nlohmann::json& meta = nullptr) {
   auto bytes = torch::pickle_save(dict);
   if (!meta.is_null()) bytes = with_record(bytes, kWeightsMeta, meta.dump());
-  tools::write_file_atomic(path, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), {},
-                           /*durable=*/true);
+  write_archive(path, bytes);
 }
 
 }  // namespace
@@ -71,7 +73,7 @@ void write_dict(const fs::path& path, const c10::Dict<std::string, torch::Tensor
 void save_state_dict(const torch::nn::Module& module, const fs::path& path,
                      const nlohmann::json& meta) {
   c10::Dict<std::string, torch::Tensor> dict;
-  for (const auto& [name, t] : named_state(module)) dict.insert(name, own(t));
+  for (const auto& [name, t] : named_state(module)) dict.insert(name, archive_copy(t));
   write_dict(path, dict, meta);
 }
 
@@ -202,10 +204,10 @@ void save_checkpoint(const fs::path& path, const torch::nn::Module& model,
   dict.insert(kMetaKey, torch::from_blob(const_cast<char*>(text.data()),
                                          {static_cast<int64_t>(text.size())}, torch::kUInt8)
                             .clone());
-  for (const auto& [name, t] : named_state(model)) dict.insert("model." + name, own(t));
+  for (const auto& [name, t] : named_state(model)) dict.insert("model." + name, archive_copy(t));
   for (const auto& part : parts)
     for (size_t i = 0; i < part.tensors.size(); ++i)
-      dict.insert(part.prefix + std::to_string(i), own(part.tensors[i]));
+      dict.insert(part.prefix + std::to_string(i), archive_copy(part.tensors[i]));
   write_dict(path, dict);
 }
 

@@ -13,6 +13,13 @@
 
 namespace faster::train {
 
+// A module's parameters, then its buffers, by dotted name in registration order (a state_dict's).
+std::vector<std::pair<std::string, torch::Tensor>> named_state(const torch::nn::Module& m);
+// A copy an archive owns: on the CPU, compact, not sharing storage with anything else.
+torch::Tensor archive_copy(const torch::Tensor& t);
+// An archive's bytes (torch::pickle_save's), written atomically and durably.
+void write_archive(const std::filesystem::path& path, const std::vector<char>& bytes);
+
 // Writes every parameter and buffer under its dotted name, atomically (temp file + rename).
 // `meta` (optional): what the file says of its weights (the model, its classes, the resolution
 // and normalization it was trained with, its run), as a record "faster.json" of the archive

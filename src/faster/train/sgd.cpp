@@ -82,7 +82,7 @@ FlatSgd::FlatSgd(std::vector<torch::Tensor> params, SgdOptions options,
   for (size_t i = 0; i < params_.size(); ++i) {
     auto& p = params_[i];
     // A view with the parameter's own strides over its slice of the flat buffer.
-    auto view = flat_.as_strided(p.sizes(), p.strides(), offsets_[i]);
+    auto view = param_view(flat_, i);
     view.copy_(p.detach());
     p.set_data(view);
   }
@@ -191,8 +191,7 @@ void FlatSgd::reorder_from(torch::Tensor flat, bool channels_last) const {
     const auto& p = params_[i];
     if (p.dim() != 4) continue;  // one order only
     const auto written = torch::empty(p.sizes(), torch::TensorOptions().memory_format(format));
-    flat.as_strided(p.sizes(), p.strides(), offsets_[i])
-        .copy_(saved.as_strided(p.sizes(), written.strides(), offsets_[i]));
+    param_view(flat, i).copy_(saved.as_strided(p.sizes(), written.strides(), offsets_[i]));
   }
 }
 

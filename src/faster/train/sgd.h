@@ -69,6 +69,11 @@ class FlatSgd {
   const std::vector<torch::Tensor>& params() const { return params_; }
   // Offsets (in elements) of each parameter in the flat buffer.
   const std::vector<int64_t>& offsets() const { return offsets_; }
+  // Parameter i's shape and strides over `flat`, a buffer laid out as the flat parameters (the
+  // momentum, the weights' average).
+  torch::Tensor param_view(const torch::Tensor& flat, size_t i) const {
+    return flat.as_strided(params_[i].sizes(), params_[i].strides(), offsets_[i]);
+  }
   // Muon's filter banks as it batches them: per group, [banks, rows, cols] (rows <= cols; smaller
   // banks zero-padded to the group's shape).  Empty without Muon.
   std::vector<std::vector<int64_t>> muon_groups() const;

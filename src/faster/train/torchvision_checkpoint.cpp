@@ -10,7 +10,7 @@
 
 #include "faster/core/error.h"
 #include "faster/models/registry.h"
-#include "faster/tools/file_io.h"
+#include "faster/train/checkpoint.h"
 
 namespace faster::train {
 namespace {
@@ -27,9 +27,6 @@ c10::impl::GenericList doubles(size_t n, double v) {
   auto l = any_list();
   for (size_t i = 0; i < n; ++i) l.push_back(v);
   return l;
-}
-torch::Tensor own(const torch::Tensor& t) {
-  return t.detach().to(torch::kCPU).contiguous().clone();
 }
 // A number torchvision's flags leave as None when not given.
 IValue maybe(double v, bool given) {
@@ -137,9 +134,8 @@ IValue optimizer_state(const TrainOptions& o, const torch::nn::Module& model, St
       const auto& p = sgd.params()[i];
       FASTER_CHECK(param_weight_decay(roles[i], p.dim(), o.sgd) == group_decay[g],
                    "--output-dir: ", named[i].first, "'s decay is not its group's");
-      const auto momentum = sgd.momentum().as_strided(p.sizes(), p.strides(), sgd.offsets()[i]);
       auto entry = str_dict();
-      entry.insert("momentum_buffer", own(momentum));
+      entry.insert("momentum_buffer", archive_copy(sgd.param_view(sgd.momentum(), i)));
       state.insert(id, entry);
       params.push_back(id++);
     }
@@ -208,12 +204,6 @@ IValue args_of(const TrainOptions& o) {
   return a;
 }
 
-void write(const fs::path& path, const IValue& v) {
-  const auto bytes = torch::pickle_save(v);
-  tools::write_file_atomic(path, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), {},
-                           /*durable=*/true);
-}
-
 }  // namespace
 
 void check_output_dir_options(const TrainOptions& o) {
@@ -233,8 +223,7 @@ void save_torchvision_checkpoint(const TrainOptions& o, int epoch, int64_t steps
                                  const torch::nn::Module& model, Stepper& stepper) {
   const double lr = lr_of(o, epoch + 1, steps_per_epoch);  // after lr_scheduler.step()
   auto weights = str_dict();
-  for (const auto& p : model.named_parameters()) weights.insert(p.key(), own(p.value()));
-  for (const auto& b : model.named_buffers()) weights.insert(b.key(), own(b.value()));
+  for (const auto& [name, t] : named_state(model)) weights.insert(name, archive_copy(t));
   size_t groups = 0;
   auto ckpt = str_dict();
   ckpt.insert("model", weights);
@@ -245,35 +234,31 @@ void save_torchvision_checkpoint(const TrainOptions& o, int epoch, int64_t steps
   if (auto* ema = stepper.ema()) {
     // AveragedModel's: "module." and the model's names, then how many models it has averaged.
     const auto state = ema->state();  // the flat parameters, then the buffers in model order
-    const auto& sgd = stepper.sgd();
     auto averaged = str_dict();
     size_t i = 0;
-    for (const auto& p : model.named_parameters()) {
-      const auto& q = sgd.params()[i];
-      averaged.insert("module." + p.key(),
-                      own(state[0].as_strided(q.sizes(), q.strides(), sgd.offsets()[i])));
-      ++i;
-    }
+    for (const auto& p : model.named_parameters())
+      averaged.insert("module." + p.key(), archive_copy(stepper.sgd().param_view(state[0], i++)));
     size_t b = 1;
     for (const auto& buffer : model.named_buffers())
-      averaged.insert("module." + buffer.key(), own(state[b++]));
+      averaged.insert("module." + buffer.key(), archive_copy(state[b++]));
     averaged.insert("n_averaged", torch::tensor(ema->updates(), torch::kLong));
     ckpt.insert("model_ema", averaged);
   }
   if (auto* scaler = stepper.scaler()) {
     const auto s = scaler->state();  // scale, growth tracker
-    const GradScalerOptions defaults;
+    const auto& so = scaler->options();
     auto d = str_dict();
     d.insert("scale", s[0].item<double>());
-    d.insert("growth_factor", defaults.growth_factor);
-    d.insert("backoff_factor", defaults.backoff_factor);
-    d.insert("growth_interval", defaults.growth_interval);
+    d.insert("growth_factor", so.growth_factor);
+    d.insert("backoff_factor", so.backoff_factor);
+    d.insert("growth_interval", so.growth_interval);
     d.insert("_growth_tracker", s[1].item<int64_t>());
     ckpt.insert("scaler", d);
   }
   const fs::path dir = o.output_dir;
-  write(dir / ("model_" + std::to_string(epoch) + ".pth"), ckpt);
-  write(dir / "checkpoint.pth", ckpt);
+  const auto bytes = torch::pickle_save(ckpt);  // one archive, under both names
+  write_archive(dir / ("model_" + std::to_string(epoch) + ".pth"), bytes);
+  write_archive(dir / "checkpoint.pth", bytes);
 }
 
 }  // namespace faster::train
