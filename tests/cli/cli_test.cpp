@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <set>
 
 #include "support/test_support.h"
 
@@ -221,6 +222,34 @@ TEST(Cli, ResumeAndOutputFiles) {
   EXPECT_EQ(nlohmann::json::parse(test::read_file(d / "r.json"))["options"].value("epochs", 0), 2);
   expect_one_line_error(base + "--resume " + p("c.ckpt"),
                         "nothing left to train (a larger --epochs trains on)", 1);
+}
+
+// --profile: a Chrome trace of 10 training steps (on the CPU, LibTorch's operators), written
+// whole (no temporary file left); an existing file is refused before training unless --overwrite.
+TEST(Cli, ProfileWritesAChromeTrace) {
+  REQUIRE_FASHION_MNIST();
+  test::TempDir d;
+  const std::string run = "train --device cpu --train-limit 1024 --test-limit 128 --epochs 2 " +
+                          test::fashion_mnist_flag() + " --profile " + (d / "t.json").string();
+  auto r = test::run_faster(run);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto trace = nlohmann::json::parse(test::read_file(d / "t.json"));
+  const auto& events = trace.is_object() ? trace["traceEvents"] : trace;
+  std::set<std::string> ops;
+  for (const auto& e : events) ops.insert(e.value("name", ""));
+  for (const char* op : {"aten::convolution", "aten::add_"})  // the step's, and SGD's
+    EXPECT_TRUE(ops.count(op)) << op << " not in the trace";
+  EXPECT_FALSE(std::filesystem::exists(d / "t.json.partial"));
+  const auto size = std::filesystem::file_size(d / "t.json");
+  r = test::run_faster(run);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--profile " + (d / "t.json").string() + " holds a file"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("epoch 1/2"), std::string::npos) << "refused before training";
+  EXPECT_EQ(std::filesystem::file_size(d / "t.json"), size);
+  r = test::run_faster(run + " --overwrite");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
 // A resume without flags continues its checkpoint's run: the data, batch, rates, seed and

@@ -228,12 +228,19 @@ void add_output_flags(CLI::App* cmd, TrainFlags& f) {
                   "--recipe R takes R's settings instead.  From the run's latest checkpoint with "
                   "no output named, it writes the run's outputs (--checkpoint, --save, --json, "
                   "--log-dir) too");
-  cmd->add_flag("--overwrite", o.overwrite,
-                "Replace an existing --checkpoint, --save or --json file that is not this run's "
-                "own (another run's, a finished run's checkpoint, any other file): refused "
-                "before training otherwise");
+  cmd->add_flag(
+      "--overwrite", o.overwrite,
+      "Replace an existing --checkpoint, --save, --json or --profile file that is not this run's "
+      "own (another run's, a finished run's checkpoint, any other file): refused "
+      "before training otherwise");
   cmd->add_option("--json", o.json,
                   "Write the run's report (options, per-epoch metrics, time) as JSON");
+  cmd->add_option("--profile", o.profile,
+                  "Write a Chrome trace (chrome://tracing, Perfetto) of 10 training steps of the "
+                  "last epoch, from its 21st step: on a GPU the CUDA kernels (those of a captured "
+                  "step too) and LibTorch's operators, on the CPU the operators.  Recording slows "
+                  "those steps; scripts/profile_summary.py sums the kernels' time by kind")
+      ->type_name("FILE");
   add_enum_option(cmd, "--norm", o.norm, kThinNetNorms,
                   "ThinNet normalization after each conv+ReLU: batch or none");
   cmd->add_flag(
@@ -242,7 +249,7 @@ void add_output_flags(CLI::App* cmd, TrainFlags& f) {
       "one fused kernel (used on CUDA by default where it applies: ThinNet's ReLU + BatchNorm "
       "and SpeedNet's BatchNorm + GELU as faster's kernels; ResNets' BatchNorm (+ add) + ReLU as "
       "cuDNN's in "
-      "fp16 channels-last training, e.g. --fast)");
+      "fp16 channels-last training, e.g. --fast, and in bf16 where this cuDNN runs it)");
 }
 
 // Small datasets as stored (the device loader's shifts and flips, SpeedNet's stem).

@@ -9,6 +9,7 @@
 #include "faster/core/error.h"
 #include "faster/core/process_clock.h"
 #include "faster/core/timer.h"
+#include "faster/train/profile_trace.h"
 #include "faster/train/run.h"
 #include "faster/train/torchvision_checkpoint.h"
 
@@ -72,11 +73,22 @@ void EpochLoop::train_pass(int epoch, std::optional<Progress>& bar, const Timer&
                   stepper.train_loss_so_far() / std::max<int64_t>(1, t.seen));
     bar->set_suffix(s);
   };
+  // --profile: kProfileSteps steps of the last epoch, on rank 0.
+  constexpr int64_t kProfileSteps = 10;
+  const bool profile = !o_.profile.empty() && epoch + 1 == o_.epochs && job_.is_main();
+  const int64_t profile_from = profile_first_step(steps_per_epoch_, kProfileSteps);
+  std::optional<ProfileTrace> trace;
   while (auto b = loaders_.train->next()) {
-    const int64_t step = step_++;
+    const int64_t step = step_++,
+                  epoch_step = step - static_cast<int64_t>(epoch) * steps_per_epoch_;
+    if (profile && epoch_step == profile_from) trace.emplace(o_.profile, job_.device);
     t.lr = o_.sgd.lr * lr_factor(o_.schedule, step, steps_per_epoch_, o_.epochs);
     stepper.set_lr(t.lr);
-    stepper.train_batch(*b, step, step - static_cast<int64_t>(epoch) * steps_per_epoch_);
+    stepper.train_batch(*b, step, epoch_step);
+    if (trace && epoch_step + 1 == profile_from + kProfileSteps) {
+      trace->stop();
+      trace.reset();
+    }
     stop_if_interrupted(epoch, "in");
     t.seen += b->size;
     if (!bar) continue;
@@ -86,6 +98,7 @@ void EpochLoop::train_pass(int epoch, std::optional<Progress>& bar, const Timer&
       since_line = Timer();
     }
   }
+  if (trace) trace->stop();  // an epoch shorter than the profile's steps
   if (job_.device.is_cuda()) torch::cuda::synchronize(job_.device.index());
   t.seconds = timer.seconds();
   if (bar) show_rate_and_loss();  // the epoch's own, not its last update's

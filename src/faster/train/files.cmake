@@ -22,6 +22,7 @@ list(APPEND FASTER_TORCH_SOURCES
   src/faster/train/resume.cpp
   src/faster/train/outputs.cpp
   src/faster/train/epoch.cpp
+  src/faster/train/profile_trace.cpp
   src/faster/train/report.cpp
   src/faster/train/evaluate.cpp
   src/faster/train/checkpoint.cpp

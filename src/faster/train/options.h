@@ -114,6 +114,7 @@ struct TrainOptions : DataOptions {
   bool keep_checkpoints = false;            // also keep each epoch's as CHECKPOINT.epochN
   std::string resume;                       // a checkpoint to continue from
   std::string json;  // the run's report (the CLI writes it; recorded so a resume writes it too)
+  std::string profile;  // a Chrome trace of 10 training steps of the last epoch (profile_trace.h)
   // torchvision's checkpoints after every epoch: DIR/model_{epoch}.pth and DIR/checkpoint.pth
   // (train/torchvision_checkpoint.h).
   std::string output_dir;

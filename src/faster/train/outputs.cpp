@@ -115,14 +115,16 @@ void check_file(const char* flag, const std::string& file, const nlohmann::json&
 }  // namespace
 
 void check_outputs(const TrainOptions& o, const nlohmann::json& now) {
+  if (o.overwrite) return;
+  std::error_code ec;
+  if (!o.profile.empty() && fs::exists(o.profile, ec)) refuse("--profile", o.profile, "a file", "");
   // A bare resume writes its checkpoint's run's outputs: restore() refuses other settings there.
-  if (o.overwrite || o.outputs_from_checkpoint) return;
+  if (o.outputs_from_checkpoint) return;
   check_checkpoint(o, now);
   check_file("--save", o.save, now);
   check_file("--json", o.json, now);
   // --output-dir: torchvision's checkpoint.pth of another run (torchvision's own, or faster's) is
   // not replaced by a new run; a resumed one writes on in it.
-  std::error_code ec;
   const auto torchvision = fs::path(o.output_dir) / "checkpoint.pth";
   if (!o.output_dir.empty() && o.resume.empty() && fs::exists(torchvision, ec))
     refuse("--output-dir", o.output_dir, "a run's checkpoint.pth and model_N.pth", "");

@@ -313,8 +313,10 @@ void claim_outputs(const TrainOptions& o, const Job& job) {
   if (job.is_main()) {
     try {
       check_outputs(o, run_options(o, job));
-      for (const auto& [flag, path] :
-           {std::pair{"--save", &o.save}, {"--checkpoint", &o.checkpoint}, {"--json", &o.json}})
+      for (const auto& [flag, path] : {std::pair{"--save", &o.save},
+                                       {"--checkpoint", &o.checkpoint},
+                                       {"--json", &o.json},
+                                       {"--profile", &o.profile}})
         if (!path->empty()) tools::make_parent_folders(*path, flag);
       if (!o.output_dir.empty())  // torchvision's train.py makes it too
         tools::make_parent_folders((fs::path(o.output_dir) / "checkpoint.pth").string(),
@@ -389,6 +391,7 @@ void check_run_files(const TrainOptions& o) {
   if (!o.save.empty()) tools::check_output_path(o.save, "--save");
   if (!o.checkpoint.empty()) tools::check_output_path(o.checkpoint, "--checkpoint");
   if (!o.json.empty()) tools::check_output_path(o.json, "--json");
+  if (!o.profile.empty()) tools::check_output_path(o.profile, "--profile");
   if (!o.log_dir.empty()) tools::check_output_dir(o.log_dir, "--log-dir");
   if (!o.resume.empty()) check_resume_file(o.resume);
   std::error_code ec;
