@@ -113,6 +113,17 @@ TEST(ImageTree, ReadRegularFileReusesTheBuffer) {
   read_regular_file(tmp / "b", buf);
   EXPECT_EQ(std::string(buf.begin(), buf.end()), "bb");
   EXPECT_GE(buf.capacity(), 1000u);
+  // A buffer far larger than the file (over twice it, and 256 KiB) is let go: buffers circulate
+  // between the loader's workers and its ring, and would each keep the largest file's size.
+  test::write_file(tmp / "big", std::string(2 << 20, 'x'));
+  test::write_file(tmp / "half", std::string(1 << 20, 'h'));
+  read_regular_file(tmp / "big", buf);
+  read_regular_file(tmp / "half", buf);
+  EXPECT_EQ(buf.size(), size_t{1} << 20);
+  EXPECT_GE(buf.capacity(), size_t{2} << 20);  // twice the file and less: kept
+  read_regular_file(tmp / "b", buf);
+  EXPECT_EQ(std::string(buf.begin(), buf.end()), "bb");
+  EXPECT_LT(buf.capacity(), size_t{256} << 10);
   try {
     read_regular_file(tmp / "none", buf);
     ADD_FAILURE() << "read a missing file";

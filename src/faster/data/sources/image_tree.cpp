@@ -1,6 +1,7 @@
 // Image tree listing and reading with POSIX calls: readdir's d_type spares a stat per plain file
 // (a 1.3 M-file tree is listed in seconds), directories are identified by (device, inode).
 #include "faster/data/sources/image_tree.h"
+#include "faster/data/sources/source.h"
 
 #include <dirent.h>
 #include <unistd.h>
@@ -205,7 +206,7 @@ void read_regular_file(const fs::path& path, std::vector<uint8_t>& out, struct s
     FASTER_THROW(path.string(), " is not a regular file (", kind_of(st->st_mode), ")");
   // Blocking reads again (a file system may honour O_NONBLOCK on regular files).
   ::fcntl(fd.get(), F_SETFL, 0);
-  out.resize(static_cast<size_t>(st->st_size));
+  resize_bytes(out, static_cast<size_t>(st->st_size));
   size_t got = 0;
   while (got < out.size()) {
     const ssize_t n = ::read(fd.get(), out.data() + got, out.size() - got);

@@ -63,7 +63,7 @@ struct ImageTree {
 // the tree has not finished (check_tree_finished).
 ImageTree list_image_tree(const std::filesystem::path& root);
 
-// Reads the whole regular file `path` into `out` (capacity reused) and fills `st` from the open
+// Reads the whole regular file `path` into `out` (capacity reused: resize_bytes) and fills `st` from the open
 // file.  Opened non-blocking and checked with fstat before any read, so a FIFO or device swapped
 // in under the name after the listing fails with "is not a regular file" instead of hanging.
 // Throws faster::Error naming the path.

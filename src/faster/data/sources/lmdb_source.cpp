@@ -64,7 +64,7 @@ void LmdbSource::get(int64_t index, Sample& out) const {
   if (r.label < 0 || r.label >= static_cast<int>(meta_.classes.size()))
     FASTER_THROW(name(index), ": label ", r.label, " is not one of the ", meta_.classes.size(),
                  " classes (a damaged record: 'faster pack --verify' lists them)");
-  out.bytes.resize(r.size);
+  resize_bytes(out.bytes, r.size);
   std::memcpy(out.bytes.data(), r.data, r.size);
   out.label = r.label;
 }

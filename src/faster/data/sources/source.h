@@ -12,10 +12,19 @@ namespace faster::data {
 
 struct Sample {
   // The encoded image, or its pixels (HWC) for a source of pixels; capacity reused from sample to
-  // sample.
+  // sample (sized by resize_bytes).
   std::vector<uint8_t> bytes;
   int label = -1;
 };
+
+// bytes.resize(size), but a buffer over twice the size (and 256 KiB) is let go first: the loader
+// swaps sample buffers between its workers and its ring of batches, so each would otherwise keep
+// the capacity of the largest file it ever held, and host memory crept up epoch after epoch
+// (hundreds of buffers on the nvJPEG path; BENCHMARKS.md, issue 35).
+inline void resize_bytes(std::vector<uint8_t>& bytes, size_t size) {
+  if (bytes.capacity() > 2 * size + (size_t{256} << 10)) std::vector<uint8_t>().swap(bytes);
+  bytes.resize(size);
+}
 
 // The shape every sample of a source of decoded pixels has.
 struct PixelShape {
