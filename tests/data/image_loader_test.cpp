@@ -134,6 +134,33 @@ TEST(PixelNormalizer, EqualsItsDefinitionInBothLayouts) {
   }
 }
 
+// On a GPU the uint8 batch is normalized by one kernel where the channel is innermost in memory
+// (NHWC, the NCHW view of it the step takes): the same values as the CPU's float ops, bit for bit
+// in float32, and those rounded once (to nearest) in fp16 and bf16; an NCHW batch takes the ops.
+TEST(PixelNormalizer, OnTheGpuEqualsTheCpuRoundedOnce) {
+  SKIP_WITHOUT_GPU();
+  Normalization norm;
+  norm.mean[0] = 0.485f, norm.mean[1] = 0.456f, norm.mean[2] = 0.406f;
+  norm.std[0] = 0.229f, norm.std[1] = 0.224f, norm.std[2] = 0.225f;
+  const auto nhwc = torch::randint(256, {4, 7, 9, 3}, torch::kUInt8);
+  const PixelNormalizer cpu(norm, 3, Layout::kNCHW, torch::kCPU);
+  const auto want = cpu(nhwc.permute({0, 3, 1, 2}));  // float32, NCHW view of NHWC memory
+  for (const auto type : {torch::kFloat32, torch::kHalf, torch::kBFloat16}) {
+    SCOPED_TRACE(::testing::Message() << type);
+    const PixelNormalizer gpu(norm, 3, Layout::kNCHW, torch::kCUDA, type);
+    const auto view = nhwc.to(torch::kCUDA).permute({0, 3, 1, 2});
+    const auto got = gpu(view);
+    EXPECT_EQ(got.scalar_type(), type);
+    EXPECT_TRUE(got.is_contiguous(torch::MemoryFormat::ChannelsLast));
+    EXPECT_TRUE(torch::equal(got.cpu(), want.to(type)));
+    const auto nchw = gpu(view.contiguous());  // channel outermost: LibTorch's ops
+    EXPECT_TRUE(torch::equal(nchw.cpu(), want.to(type)));
+    const PixelNormalizer gpu_nhwc(norm, 3, Layout::kNHWC, torch::kCUDA, type);
+    EXPECT_TRUE(
+        torch::equal(gpu_nhwc(nhwc.to(torch::kCUDA)).cpu(), want.permute({0, 2, 3, 1}).to(type)));
+  }
+}
+
 // torch DistributedSampler semantics: with drop_tail every sample exactly once across ranks;
 // padded, every sample at least once and only the padding repeated.  Also batches are identical
 // whatever the number of workers.

@@ -32,7 +32,8 @@ list(APPEND FASTER_TORCH_SOURCES
   src/faster/data/loader/loader_options.cpp
   src/faster/data/loader/load_benchmark.cpp
 )
-list(APPEND FASTER_CUDA_SOURCES src/faster/data/augment/crop_resize.cu)  # see models/files.cmake
+list(APPEND FASTER_CUDA_SOURCES src/faster/data/augment/crop_resize.cu
+                                src/faster/data/loader/normalize.cu)  # see models/files.cmake
 if(FASTER_CUDA)
   list(APPEND FASTER_TORCH_SOURCES src/faster/data/loader/device_copy_cuda.cpp
                                    src/faster/data/decode/nvjpeg_decoder_cuda.cpp)

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "faster/core/error.h"
 #include "faster/train/parallel/data_parallel.h"
@@ -102,7 +103,18 @@ Stepper::Stepper(models::Model model, const TrainOptions& o, torch::Device devic
   top1_ = torch::zeros({}, f.dtype(torch::kLong));
   top5_ = torch::zeros({}, f.dtype(torch::kLong));
   evaluated_ = torch::zeros({}, f.dtype(torch::kLong));
-  normalize_ = data::PixelNormalizer(norm, channels, data::Layout::kNCHW, device);
+  // A ResNet's uint8 batches are normalized straight into autocast's type on a GPU: its first
+  // convolution would cast them anyway, and the stem pads them (models/resnet.h).  (Other models
+  // keep float32 input, their numerics as measured; FASTER_INPUT_FLOAT=1 keeps it for ResNets too,
+  // for measuring the difference.)
+  const char* input_float = std::getenv("FASTER_INPUT_FLOAT");
+  const bool reduced_input = device.is_cuda() && o.precision != Precision::kFloat32 &&
+                             o.model.rfind("resnet", 0) == 0 &&
+                             !(input_float && std::string(input_float) == "1");
+  normalize_ = data::PixelNormalizer(
+      norm, channels, data::Layout::kNCHW, device,
+      reduced_input ? (o.precision == Precision::kBFloat16 ? torch::kBFloat16 : torch::kHalf)
+                    : torch::kFloat32);
   if (o.precision == Precision::kFloat16) scaler_.emplace(device);
   if (o.ema_decay > 0)
     ema_.emplace(sgd_.flat_params(), model_->buffers(), o.ema_decay, o.ema_warmup);

@@ -116,6 +116,7 @@ class PixelNormalizer {
  private:
   torch::Tensor mean_, std_;  // 255 * mean and 255 * std, shaped to broadcast over a batch
   torch::ScalarType dtype_ = torch::kFloat32;
+  Layout layout_ = Layout::kNCHW;
 };
 
 class Loader {
