@@ -27,4 +27,25 @@ void max_pool2x2_forward(const PoolShape& s, const void* x, void* y, void* strea
 void max_pool2x2_backward(const PoolShape& s, const void* x, const void* dy, void* dx,
                           void* stream);
 
+// Any square window: `kernel` x `kernel` (at most 15), `stride`, `padding` (less than the kernel),
+// output sides (side + 2 padding - kernel) / stride + 1 (ResNet's stem: 3, 2, 1).
+struct Window {
+  int kernel = 2, stride = 2, padding = 0;
+  int64_t out(int64_t side) const { return (side + 2 * padding - kernel) / stride + 1; }
+};
+
+// Whether the windowed kernels take `s` with these buffers: as max_pool2x2_supported, and a
+// window they cover whose output has at least a pixel.
+bool max_pool_supported(const PoolShape& s, const Window& win, const void* x);
+
+// y = the largest of each window of x, as max_pool2d (a NaN wins; padding is never the largest),
+// and `where` [n, ho, wo, c] uint8: its place in the window (row-major), for the backward pass.
+void max_pool_forward(const PoolShape& s, const Window& win, const void* x, void* y, uint8_t* where,
+                      void* stream);
+
+// dx = for each input value, the sum of dy over the windows whose largest it is (float sums in
+// row-major order of the windows, as LibTorch's NHWC kernel adds them; 0 where none).
+void max_pool_backward(const PoolShape& s, const Window& win, const uint8_t* where, const void* dy,
+                       void* dx, void* stream);
+
 }  // namespace faster::models::kernels

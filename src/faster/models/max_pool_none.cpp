@@ -1,16 +1,16 @@
-// Builds without CUDA: max_pool2x2 is LibTorch's max_pool2d.
+// Builds without CUDA: max_pool is LibTorch's max_pool2d.
 #include <torch/torch.h>
 
 #include "faster/models/max_pool.h"
 
 namespace faster::models {
 
-bool max_pool2x2_kernel_applies(const torch::Tensor&) {
+bool max_pool_kernel_applies(const torch::Tensor&, int, int, int) {
   return false;
 }
 
-torch::Tensor max_pool2x2(const torch::Tensor& x) {
-  return torch::max_pool2d(x, 2);
+torch::Tensor max_pool(const torch::Tensor& x, int kernel, int stride, int padding) {
+  return torch::max_pool2d(x, kernel, stride, padding);
 }
 
 }  // namespace faster::models

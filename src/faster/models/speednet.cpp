@@ -36,7 +36,7 @@ class StageImpl : public nn::Cloneable<StageImpl> {
   torch::Tensor forward(torch::Tensor x) {
     for (size_t j = 0; j < convs_.size(); ++j) {
       x = convs_[j]->forward(x);
-      if (j == 0) x = max_pool2x2(x);
+      if (j == 0) x = max_pool(x, 2, 2);
       auto& bn = *bns_[j];
       x = fused_ && fused_batch_norm_gelu_applies(x, bn) ? fused_batch_norm_gelu(x, bn)
                                                          : torch::gelu(bn.forward(x));
