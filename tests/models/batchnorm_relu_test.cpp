@@ -1,7 +1,9 @@
 // cuDNN's fused BatchNorm -> (+ residual) -> ReLU (CUDA builds, run on the GPU machine; skipped
 // where no GPU is visible) against relu(batch_norm(x) + z) in double precision on the CPU from the
-// same fp16 inputs: output, running statistics and the gradients of x, z, weight and bias; and a
-// whole ResNet-18 training step fused against unfused.
+// same fp16 (or bf16) inputs: output, running statistics and the gradients of x, z, weight and
+// bias; and a whole ResNet-18 training step fused against unfused.  bf16 runs where the process's
+// cuDNN has the fused ops for it (skipped otherwise); its tolerances are fp16's scaled by the
+// ratio of their roundings (2^-8 against 2^-11: 8x) where the data's rounding dominates.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -19,14 +21,16 @@ double relative_error(const torch::Tensor& a, const torch::Tensor& b) {
   return (ad - bd).abs().max().item<double>() / std::max(bd.abs().max().item<double>(), 1e-12);
 }
 
-void check_case(int64_t n, int64_t c, int64_t hw, bool residual) {
-  SCOPED_TRACE(::testing::Message()
-               << n << "x" << c << "x" << hw << "x" << hw << (residual ? " with residual" : ""));
+void check_case(int64_t n, int64_t c, int64_t hw, bool residual,
+                torch::ScalarType type = torch::kHalf) {
+  SCOPED_TRACE(::testing::Message() << n << "x" << c << "x" << hw << "x" << hw
+                                    << (residual ? " with residual " : " ") << type);
   torch::manual_seed(3);
   const auto cl = torch::MemoryFormat::ChannelsLast;
   const auto half = [&](double shift) {
-    return (torch::randn({n, c, hw, hw}) + shift).to(torch::kHalf).to(torch::kCUDA).contiguous(cl);
+    return (torch::randn({n, c, hw, hw}) + shift).to(type).to(torch::kCUDA).contiguous(cl);
   };
+  const double k = type == torch::kBFloat16 ? 8 : 1;  // the rounding's ratio
   auto x = half(0.2).requires_grad_(true);
   auto z = residual ? half(0.0).requires_grad_(true) : torch::Tensor();
   const auto dout = half(0.0);
@@ -58,14 +62,24 @@ void check_case(int64_t n, int64_t c, int64_t hw, bool residual) {
   ref.backward(dout.to(torch::kCPU, torch::kDouble));
 
   // fp16 output: a few of its ulps; statistics in float; gradients through fp16 data.
-  EXPECT_LT(relative_error(y, ref), 2e-3);
+  EXPECT_LT(relative_error(y, ref), k * 2e-3);
   EXPECT_LT(relative_error(bn->running_mean, rmr), 1e-4);
   EXPECT_LT(relative_error(bn->running_var, rvr), 1e-4);
   EXPECT_EQ(bn->num_batches_tracked.item<int64_t>(), 1);
-  EXPECT_LT(relative_error(x.grad(), xr.grad()), 1e-2);
-  if (residual) EXPECT_LT(relative_error(z.grad(), zr.grad()), 2e-3);
-  EXPECT_LT(relative_error(bn->weight.grad(), gr.grad()), 1e-2);
-  EXPECT_LT(relative_error(bn->bias.grad(), br.grad()), 1e-2);
+  EXPECT_LT(relative_error(x.grad(), xr.grad()), k * 1e-2);
+  if (residual) EXPECT_LT(relative_error(z.grad(), zr.grad()), k * 2e-3);
+  EXPECT_LT(relative_error(bn->weight.grad(), gr.grad()), k * 1e-2);
+  EXPECT_LT(relative_error(bn->bias.grad(), br.grad()), k * 1e-2);
+}
+
+// Whether the fused op takes bf16 here (this cuDNN runs it).
+bool bf16_applies() {
+  torch::nn::BatchNorm2d bn(8);
+  bn->to(torch::kCUDA);
+  const auto x = torch::randn({2, 8, 5, 5}, torch::kCUDA)
+                     .to(torch::kBFloat16)
+                     .contiguous(torch::MemoryFormat::ChannelsLast);
+  return fused_batch_norm_relu_applies(x, *bn);
 }
 
 TEST(FusedBatchNormRelu, MatchesBatchNormAddReluInDouble) {
@@ -74,6 +88,15 @@ TEST(FusedBatchNormRelu, MatchesBatchNormAddReluInDouble) {
   check_case(8, 64, 14, true);
   check_case(4, 256, 7, true);
   check_case(2, 2048, 7, true);
+}
+
+TEST(FusedBatchNormRelu, MatchesBatchNormAddReluInDoubleFromBf16) {
+  SKIP_WITHOUT_GPU();
+  if (!bf16_applies()) GTEST_SKIP() << "this cuDNN has no fused batch norm for bf16";
+  check_case(8, 64, 14, false, torch::kBFloat16);
+  check_case(8, 64, 14, true, torch::kBFloat16);
+  check_case(4, 256, 7, true, torch::kBFloat16);
+  check_case(2, 2048, 7, true, torch::kBFloat16);
 }
 
 TEST(FusedBatchNormRelu, AppliesOnlyWhereItCan) {
@@ -101,8 +124,7 @@ TEST(FusedBatchNormRelu, AppliesOnlyWhereItCan) {
 // unfused one's (+1e-3); per parameter (largest difference) 3x (+0.05), as single gradients scatter
 // more (on an H200, 2026-12-03, three of 62 were 1.6-1.9x the unfused error, 0.19-0.31 against
 // 0.11-0.17).  A wrong fused kernel (a dropped residual, a misplaced ReLU) errs by about 100 %.
-TEST(FusedBatchNormRelu, ResNetStepIsAsAccurateAsUnfused) {
-  SKIP_WITHOUT_GPU();
+void check_resnet_step(train::Precision precision) {
   ResNetOptions o;
   o.depth = 18, o.classes = 10, o.fused = true;
   torch::manual_seed(1);
@@ -133,9 +155,8 @@ TEST(FusedBatchNormRelu, ResNetStepIsAsAccurateAsUnfused) {
   for (auto* m : {&fused, &plain, &reference}) {
     torch::Tensor loss;
     {
-      const auto precision =
-          m == &reference ? train::Precision::kFloat32 : train::Precision::kFloat16;
-      train::AutocastScope autocast(c10::DeviceType::CUDA, precision);
+      train::AutocastScope autocast(c10::DeviceType::CUDA,
+                                    m == &reference ? train::Precision::kFloat32 : precision);
       loss = torch::nn::functional::cross_entropy((*m)->forward(x), y);
     }
     loss.backward();
@@ -167,6 +188,61 @@ TEST(FusedBatchNormRelu, ResNetStepIsAsAccurateAsUnfused) {
       EXPECT_LT(relative_error(kv.value(), rb[kv.key()]),
                 1.5 * relative_error(bb[kv.key()], rb[kv.key()]) + 1e-3)
           << kv.key();
+}
+
+TEST(FusedBatchNormRelu, ResNetStepIsAsAccurateAsUnfused) {
+  SKIP_WITHOUT_GPU();
+  check_resnet_step(train::Precision::kFloat16);
+}
+
+// The stem padded to 4 channels (fused, fp16 or bf16 channels-last input on CUDA) against
+// torchvision's 3-channel stem (unfused) from the same weights, in eval mode where the two differ
+// in nothing else: logits and the stem's weight gradient agree to the input type's rounding (the
+// convolutions sum in float in other orders).  A misplaced zero channel or a wrong stride errs by
+// about 100 %.
+TEST(FusedBatchNormRelu, PaddedStemEqualsThreeChannels) {
+  SKIP_WITHOUT_GPU();
+  for (const auto type : {torch::kHalf, torch::kBFloat16}) {
+    SCOPED_TRACE(::testing::Message() << type);
+    ResNetOptions o;
+    o.depth = 18, o.classes = 10, o.fused = true;
+    torch::manual_seed(2);
+    ResNet padded(o);
+    o.fused = false;
+    ResNet plain(o);
+    {
+      torch::NoGradGuard no_grad;
+      auto a = padded->parameters(), b = plain->parameters();
+      for (size_t i = 0; i < a.size(); ++i) b[i].copy_(a[i]);
+    }
+    const auto cl = torch::MemoryFormat::ChannelsLast;
+    std::vector<torch::Tensor> logits, grads;
+    const auto x = torch::randn({8, 3, 64, 64}, torch::kCUDA).to(type).contiguous(cl);
+    for (auto* m : {&padded, &plain}) {
+      (*m)->to(torch::kCUDA);
+      (*m)->eval();
+      torch::Tensor out;
+      {
+        train::AutocastScope autocast(c10::DeviceType::CUDA, type == torch::kHalf
+                                                                 ? train::Precision::kFloat16
+                                                                 : train::Precision::kBFloat16);
+        out = (*m)->forward(x);
+      }
+      out.to(torch::kFloat).square().sum().backward();
+      logits.push_back(out.detach());
+      grads.push_back((*m)->named_parameters()["conv1.weight"].grad());
+    }
+    const double k = type == torch::kBFloat16 ? 8 : 1;
+    EXPECT_LT(relative_error(logits[0], logits[1]), k * 5e-3);
+    EXPECT_LT(relative_error(grads[0], grads[1]), k * 1e-2);
+  }
+}
+
+// bf16: the same bounds against the unfused bf16 step.
+TEST(FusedBatchNormRelu, ResNetStepIsAsAccurateAsUnfusedInBf16) {
+  SKIP_WITHOUT_GPU();
+  if (!bf16_applies()) GTEST_SKIP() << "this cuDNN has no fused batch norm for bf16";
+  check_resnet_step(train::Precision::kBFloat16);
 }
 
 }  // namespace

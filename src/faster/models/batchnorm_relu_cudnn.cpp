@@ -2,10 +2,12 @@
 // LibTorch has already loaded, so faster and LibTorch share one cuDNN (and its handle) and faster
 // links none of its own; where they are missing the op says it does not apply.
 #include <ATen/cudnn/Handle.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <cudnn.h>
 #include <dlfcn.h>
 #include <torch/torch.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "faster/core/error.h"
@@ -67,8 +69,8 @@ void check(cudnnStatus_t status, const char* what) {
 
 constexpr cudnnBatchNormMode_t kMode = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
 
-// The descriptors of one call: x (and y, z, dy, dx, dz: the same shape) as NHWC fp16, the derived
-// per-channel float descriptor, and ReLU.
+// The descriptors of one call: x (and y, z, dy, dx, dz: the same shape) as NHWC fp16 or bf16, the
+// derived per-channel float descriptor, and ReLU.
 class Descriptors {
  public:
   explicit Descriptors(const torch::Tensor& x) {
@@ -76,9 +78,10 @@ class Descriptors {
     check(api.cudnnCreateTensorDescriptor(&x_), "tensor descriptor");
     check(api.cudnnCreateTensorDescriptor(&bn_), "tensor descriptor");
     check(api.cudnnCreateActivationDescriptor(&relu_), "activation descriptor");
-    check(api.cudnnSetTensor4dDescriptor(x_, CUDNN_TENSOR_NHWC, CUDNN_DATA_HALF,
-                                         static_cast<int>(x.size(0)), static_cast<int>(x.size(1)),
-                                         static_cast<int>(x.size(2)), static_cast<int>(x.size(3))),
+    const auto type = x.scalar_type() == torch::kBFloat16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
+    check(api.cudnnSetTensor4dDescriptor(x_, CUDNN_TENSOR_NHWC, type, static_cast<int>(x.size(0)),
+                                         static_cast<int>(x.size(1)), static_cast<int>(x.size(2)),
+                                         static_cast<int>(x.size(3))),
           "NHWC descriptor");
     check(api.cudnnDeriveBNTensorDescriptor(bn_, x_, kMode), "batch norm descriptor");
     check(api.cudnnSetActivationDescriptor(relu_, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0),
@@ -172,18 +175,56 @@ struct BatchNormReluFunction : torch::autograd::Function<BatchNormReluFunction> 
   }
 };
 
-bool half_nhwc(const torch::Tensor& t, const torch::Tensor& like) {
-  return t.defined() && t.is_cuda() && t.device() == like.device() &&
-         t.scalar_type() == torch::kHalf && t.dim() == 4 && t.sizes() == like.sizes() &&
+// x's type and shape, channels-last on x's device.
+bool nhwc_like(const torch::Tensor& t, const torch::Tensor& x) {
+  return t.defined() && t.is_cuda() && t.device() == x.device() &&
+         t.scalar_type() == x.scalar_type() && t.dim() == 4 && t.sizes() == x.sizes() &&
          t.is_contiguous(torch::MemoryFormat::ChannelsLast);
+}
+
+// Whether this cuDNN runs the fused ops on bf16 (not every version does): a forward and backward
+// pass of a small batch on `device`, once per process.  Not while a CUDA graph is being captured
+// (the trainer's eager warm-up steps ask first).
+bool bf16_runs(const torch::Device& device) {
+  static std::once_flag once;
+  static std::atomic<int> tried{-1};  // -1: not yet; else whether it ran
+  if (const int t = tried.load(); t >= 0) return t == 1;
+  if (c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None)
+    return false;
+  std::call_once(once, [&] {
+    bool runs = false;
+    try {
+      torch::AutoGradMode grad(true);
+      const auto f = torch::TensorOptions().device(device);
+      const auto x = torch::randn({2, 8, 4, 4}, f)
+                         .to(torch::kBFloat16)
+                         .contiguous(torch::MemoryFormat::ChannelsLast)
+                         .requires_grad_(true);
+      const auto weight = torch::ones({8}, f).requires_grad_(true);
+      const auto bias = torch::zeros({8}, f).requires_grad_(true);
+      const auto y = BatchNormReluFunction::apply(x, weight, bias, x.detach(), torch::zeros({8}, f),
+                                                  torch::ones({8}, f), 0.1, 1e-5);
+      y.sum().backward();
+      runs = true;
+    } catch (const std::exception& e) {
+      log::warn("cuDNN's fused batch norm does not run on bf16 here (", e.what(),
+                "): bf16 ResNets run it unfused");
+    }
+    tried.store(runs ? 1 : 0);
+  });
+  return tried.load() == 1;
 }
 
 }  // namespace
 
 bool fused_batch_norm_relu_applies(const torch::Tensor& x, const torch::nn::BatchNorm2dImpl& bn,
                                    const torch::Tensor& residual) {
-  if (!half_nhwc(x, x) || x.size(1) % 4 != 0 || x.numel() == 0 || !bn.is_training()) return false;
-  if (residual.defined() && !half_nhwc(residual, x)) return false;
+  if (!x.defined() || !x.is_cuda() || x.dim() != 4 ||
+      !x.is_contiguous(torch::MemoryFormat::ChannelsLast) || x.size(1) % 4 != 0 || x.numel() == 0 ||
+      !bn.is_training())
+    return false;
+  if (x.scalar_type() != torch::kHalf && x.scalar_type() != torch::kBFloat16) return false;
+  if (residual.defined() && !nhwc_like(residual, x)) return false;
   const auto& o = bn.options;
   if (!o.affine() || !o.track_running_stats() || !o.momentum().has_value() ||
       o.eps() < CUDNN_BN_MIN_EPSILON)
@@ -192,7 +233,7 @@ bool fused_batch_norm_relu_applies(const torch::Tensor& x, const torch::nn::Batc
     if (!t->is_cuda() || t->device() != x.device() || t->scalar_type() != torch::kFloat ||
         t->numel() != x.size(1) || !t->is_contiguous())
       return false;
-  return cudnn().complete;
+  return cudnn().complete && (x.scalar_type() == torch::kHalf || bf16_runs(x.device()));
 }
 
 torch::Tensor fused_batch_norm_relu(const torch::Tensor& x, torch::nn::BatchNorm2dImpl& bn,

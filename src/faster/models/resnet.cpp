@@ -2,10 +2,16 @@
 // order, so named_parameters() and named_buffers() list torchvision's state_dict names.
 #include "faster/models/resnet.h"
 
+#include <torch/nn/functional/conv.h>
+#include <torch/nn/functional/padding.h>
 #include <torch/nn/init.h>
+
+#include <cstdlib>
+#include <string>
 
 #include "faster/core/error.h"
 #include "faster/models/batchnorm_relu.h"
+#include "faster/models/max_pool.h"
 
 namespace faster::models {
 namespace nn = torch::nn;
@@ -194,9 +200,41 @@ void ResNetImpl::reset() {
   fc_ = register_module("fc", nn::Linear(channels, o.classes));
 }
 
+// The stem's 7x7 convolution.  With the fused ops on CUDA, an RGB fp16 or bf16 channels-last batch
+// goes in as 4 channels, x and the weight each padded with a channel of zeros (the same sums), as
+// MLPerf's NHWC ResNets feed it: cuDNN's NHWC tensor-core kernels want channels in multiples of
+// 4, and with 3 the stem's forward and weight gradient take slow ones.
+// (FASTER_STEM_PAD=0 keeps 3 channels: for measuring the difference.)
+torch::Tensor ResNetImpl::stem(const torch::Tensor& x) {
+  static const bool pad_off = [] {
+    const char* v = std::getenv("FASTER_STEM_PAD");
+    return v && std::string(v) == "0";
+  }();
+  const bool pad = options_.fused && !pad_off && x.is_cuda() && x.dim() == 4 && x.size(1) == 3 &&
+                   (x.scalar_type() == torch::kHalf || x.scalar_type() == torch::kBFloat16) &&
+                   x.is_contiguous(torch::MemoryFormat::ChannelsLast);
+  if (!pad) return conv1_->forward(x);
+  namespace F = torch::nn::functional;
+  const auto one_more = F::PadFuncOptions({0, 0, 0, 0, 0, 1});  // dim 1: none before, one after
+  const auto cl = torch::MemoryFormat::ChannelsLast;
+  return F::conv2d(F::pad(x, one_more).contiguous(cl),
+                   F::pad(conv1_->weight, one_more).contiguous(cl),
+                   F::Conv2dFuncOptions().stride(2).padding(3));
+}
+
 torch::Tensor ResNetImpl::forward(torch::Tensor x) {
-  x = norm_add_relu(bn1_, conv1_->forward(x), {}, options_);
-  x = maxpool_->forward(x);
+  x = norm_add_relu(bn1_, stem(x), {}, options_);
+  // The module's window (torchvision's maxpool) through faster's kernels on CUDA: the same values
+  // and gradients as LibTorch's, in a fraction of its time (models/max_pool.h).
+  static const bool pool_off = [] {
+    const char* v = std::getenv("FASTER_STEM_POOL");
+    return v && std::string(v) == "0";
+  }();
+  const auto& pool = maxpool_->options;
+  x = pool_off
+          ? maxpool_->forward(x)
+          : max_pool(x, static_cast<int>((*pool.kernel_size())[0]),
+                     static_cast<int>((*pool.stride())[0]), static_cast<int>((*pool.padding())[0]));
   for (auto& layer : layers_) x = layer->forward(x);
   x = torch::flatten(avgpool_->forward(x), 1);
   return fc_->forward(x);

@@ -31,9 +31,10 @@ struct ResNetOptions {
   // sync_all_reduce); Norm::kNone is refused.  The state names are the same either way.
   Norm norm = Norm::kBatch;
   AllReduceSum sync_all_reduce;
-  // BatchNorm -> (+ residual) -> ReLU as cuDNN's fused kernels where they apply (fp16 channels-last
-  // training on CUDA, models/batchnorm_relu.h); false: LibTorch's ops one by one everywhere.  Off
-  // by default until it has passed its GPU tests and been measured (see BENCHMARKS.md).
+  // BatchNorm -> (+ residual) -> ReLU as cuDNN's fused kernels where they apply (fp16, or bf16
+  // where cuDNN runs it, channels-last training on CUDA, models/batchnorm_relu.h); false:
+  // LibTorch's ops one by one everywhere.  Off by default until it has passed its GPU tests and
+  // been measured (see BENCHMARKS.md).
   bool fused = false;
 };
 
@@ -47,6 +48,8 @@ class ResNetImpl : public torch::nn::Cloneable<ResNetImpl>, public Classifier {
   const ResNetOptions& options() const { return options_; }
 
  private:
+  torch::Tensor stem(const torch::Tensor& x);
+
   ResNetOptions options_;
   torch::nn::Conv2d conv1_{nullptr};
   torch::nn::AnyModule bn1_;  // BatchNorm2d or SyncBatchNorm2d
