@@ -204,12 +204,8 @@ void ResNetImpl::reset() {
 // goes in as 4 channels, x and the weight each padded with a channel of zeros (the same sums), as
 // MLPerf's NHWC ResNets feed it: cuDNN's NHWC tensor-core kernels want channels in multiples of
 // 4, and with 3 the stem's forward and weight gradient take slow ones.
-// (FASTER_STEM_PAD=0 keeps 3 channels: for measuring the difference.)
 torch::Tensor ResNetImpl::stem(const torch::Tensor& x) {
-  static const bool pad_off = [] {
-    const char* v = std::getenv("FASTER_STEM_PAD");
-    return v && std::string(v) == "0";
-  }();
+  static const bool pad_off = resnet_lever_off("stem");
   const bool pad = options_.fused && !pad_off && x.is_cuda() && x.dim() == 4 && x.size(1) == 3 &&
                    (x.scalar_type() == torch::kHalf || x.scalar_type() == torch::kBFloat16) &&
                    x.is_contiguous(torch::MemoryFormat::ChannelsLast);
@@ -226,10 +222,7 @@ torch::Tensor ResNetImpl::forward(torch::Tensor x) {
   x = norm_add_relu(bn1_, stem(x), {}, options_);
   // The module's window (torchvision's maxpool) through faster's kernels on CUDA: the same values
   // and gradients as LibTorch's, in a fraction of its time (models/max_pool.h).
-  static const bool pool_off = [] {
-    const char* v = std::getenv("FASTER_STEM_POOL");
-    return v && std::string(v) == "0";
-  }();
+  static const bool pool_off = resnet_lever_off("pool");
   const auto& pool = maxpool_->options;
   x = pool_off
           ? maxpool_->forward(x)
@@ -238,6 +231,14 @@ torch::Tensor ResNetImpl::forward(torch::Tensor x) {
   for (auto& layer : layers_) x = layer->forward(x);
   x = torch::flatten(avgpool_->forward(x), 1);
   return fc_->forward(x);
+}
+
+bool resnet_lever_off(const std::string& lever) {
+  static const std::string off = [] {
+    const char* v = std::getenv("FASTER_RESNET_OFF");
+    return "," + std::string(v ? v : "") + ",";
+  }();
+  return off.find("," + lever + ",") != std::string::npos;
 }
 
 std::vector<std::string> resnet_names() {

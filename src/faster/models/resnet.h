@@ -38,6 +38,12 @@ struct ResNetOptions {
   bool fused = false;
 };
 
+// Whether the environment's FASTER_RESNET_OFF (a comma-separated list) names `lever`, one of the
+// ResNet step's measured speed-ups, to run without it for measuring its gain: "input" (float32
+// input instead of autocast's type), "stem" (the 3-channel stem convolution), "pool" (LibTorch's
+// max-pool).  Read once per process.
+bool resnet_lever_off(const std::string& lever);
+
 // Cloneable, as is every block inside it, so DataParallel can replicate it onto several GPUs.
 class ResNetImpl : public torch::nn::Cloneable<ResNetImpl>, public Classifier {
  public:

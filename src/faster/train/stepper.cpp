@@ -6,9 +6,9 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "faster/core/error.h"
+#include "faster/models/resnet.h"
 #include "faster/train/parallel/data_parallel.h"
 
 namespace faster::train {
@@ -104,13 +104,10 @@ Stepper::Stepper(models::Model model, const TrainOptions& o, torch::Device devic
   top5_ = torch::zeros({}, f.dtype(torch::kLong));
   evaluated_ = torch::zeros({}, f.dtype(torch::kLong));
   // A ResNet's uint8 batches are normalized straight into autocast's type on a GPU: its first
-  // convolution would cast them anyway, and the stem pads them (models/resnet.h).  (Other models
-  // keep float32 input, their numerics as measured; FASTER_INPUT_FLOAT=1 keeps it for ResNets too,
-  // for measuring the difference.)
-  const char* input_float = std::getenv("FASTER_INPUT_FLOAT");
+  // convolution would cast them anyway, and the stem pads them (models/resnet.h).  Other models
+  // keep float32 input, their numerics as measured.
   const bool reduced_input = device.is_cuda() && o.precision != Precision::kFloat32 &&
-                             o.model.rfind("resnet", 0) == 0 &&
-                             !(input_float && std::string(input_float) == "1");
+                             o.model.rfind("resnet", 0) == 0 && !models::resnet_lever_off("input");
   normalize_ = data::PixelNormalizer(
       norm, channels, data::Layout::kNCHW, device,
       reduced_input ? (o.precision == Precision::kBFloat16 ? torch::kBFloat16 : torch::kHalf)

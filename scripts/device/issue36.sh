@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# On the GPU machine, after `source .device-kit/prelude.sh`: issue 36's measurements (the ResNet
+# step against torch.compile), in phases, each skipped past END seconds from the start:
+#   build   build-cuda/ (BUILD_TESTS=ON: the tests too, and the GPU ones of the step's numerics)
+#   floor   the matrix rate (bf16 and fp16, 8192^3) and the copy bandwidth, through torch
+#   levers  model alone (--loader synthetic), ResNet-50 and -18, each lever on top of the last:
+#           base (float32 input, 3-channel stem: the code before them), input (uint8 normalized
+#           straight to fp16), stem (padded to 4 channels), bf16 (--amp-dtype bf16), batch
+#           (--batch BIG); each run profiles its third epoch (--profile), its second is timed
+#   peer    ref_imagenet.py --compile --loader synthetic --amp --bf16 --channels-last (the peer,
+#           timed), then scripts/profile_peer.py (its step under torch.profiler)
+#   final   faster's best and base configurations, model alone, RUNS rounds
+#   jpeg    from CLASSES x PER_CLASS `faster synth` JPEGs: faster's best, RUNS rounds
+# Usage: [PHASES=..] [MODELS="resnet50 resnet18"] [RUNS=2] [END=570] issue36.sh KIT OUT
+set -uo pipefail
+kit=$(realpath "$1") summary=$(realpath -m "$2")
+out=/tmp/issue36-out  # traces and logs stay on the machine; OUT gets the summaries
+PHASES=${PHASES:-build floor levers}
+MODELS=${MODELS:-resnet50 resnet18} RUNS=${RUNS:-2} END=${END:-570}
+ROOT=${ROOT:-/tmp/faster-synth-50k} CLASSES=${CLASSES:-100} PER_CLASS=${PER_CLASS:-500}
+SMALL=/tmp/faster-synth-20k
+LEVERS=${LEVERS:-base input stem pool bf16 bf16_unfused batch}
+# The code before this issue's levers: float32 input, a 3-channel stem, LibTorch's max-pool.
+BASE="FASTER_RESNET_OFF=input,stem,pool"
+cd "$(dirname "$0")/../.." || exit 2
+mkdir -p "$out" "$summary"
+t0=$(date +%s)
+left() { echo $((END - ($(date +%s) - t0))); }
+phase() { [[ " $PHASES " == *" $1 "* ]] && [ "$(left)" -gt 30 ]; }
+export FASTER_PROGRESS=plain
+bin=build-cuda/faster
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader
+# Train images/s of a --json report's epoch (default: the last).
+rate() { python3 -c "import json,sys; e=json.load(open(sys.argv[1]))['epochs'][int(sys.argv[2])]; \
+print('%.0f img/s' % (e['train_images']/e['train_seconds']))" "$1" "${2:--1}"; }
+synth() {  # synth DIR PER_CLASS
+  [ -f "$1/.done" ] && return
+  rm -rf "$1"
+  $bin synth --out "$1" --classes "$CLASSES" --images "$2" --val 2 --seed 0 > /dev/null &&
+    touch "$1/.done"
+}
+big_batch() { [ "$1" = resnet50 ] && echo 384 || echo 512; }
+# One model-alone run: NAME MODEL [ENV=..] -- FLAGS; third epoch profiled, second timed.
+alone() {
+  local name=$1 model=$2; shift 2
+  local envs=(); while [ "$1" != "--" ]; do envs+=("$1"); shift; done; shift
+  [ "$(left)" -gt 45 ] || return
+  env "${envs[@]}" $bin train --data "$SMALL" --model "$model" --fast --loader synthetic \
+    --epochs 3 --eval-every 100 --profile "$out/$name.trace.json" --overwrite "$@" \
+    --json "$out/$name.json" > "$out/$name.log" 2>&1 &&
+    echo "$name: $(rate "$out/$name.json" 1) (epoch 2), $(rate "$out/$name.json" 0) (epoch 1)" ||
+    echo "$name: FAILED $(tail -2 "$out/$name.log")"
+  [ -f "$out/$name.trace.json" ] &&
+    python3 scripts/profile_summary.py "$out/$name.trace.json" --top 12 > "$summary/$name.profile.txt"
+}
+
+if phase build; then
+  FASTER_TESTS=${BUILD_TESTS:-OFF} TARGETS="${TARGETS:-faster}" bash scripts/device/build.sh || exit 1
+  echo "== built at $(($(date +%s) - t0)) s"
+  if [ -x build-cuda/tests/faster_tests ]; then
+    FASTER_FASHION_MNIST=$kit/fmnist timeout 240 build-cuda/tests/faster_tests \
+      --gtest_filter='FusedBatchNormRelu*:*Normaliz*:ResNet*:*Graph*:*Stem*' 2>&1 |
+      grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED|Failure|rror|Expected|Which is|actual" | tail -30
+    echo "== tests at $(($(date +%s) - t0)) s"
+  fi
+fi
+
+if phase floor; then
+  python3 - <<'PY'
+import torch, time
+def timed(f, reps=20):
+    f(); torch.cuda.synchronize(); ts = []
+    for _ in range(reps):
+        s = torch.cuda.Event(enable_timing=True); e = torch.cuda.Event(enable_timing=True)
+        s.record(); f(); e.record(); torch.cuda.synchronize(); ts.append(s.elapsed_time(e) / 1e3)
+    return sorted(ts)[len(ts) // 2]
+n = 8192
+for dt in (torch.bfloat16, torch.float16):
+    a = torch.randn(n, n, device='cuda', dtype=dt); b = torch.randn(n, n, device='cuda', dtype=dt)
+    t = timed(lambda: a @ b)
+    print('matmul %s %d^3: %.0f TFLOP/s (median of 20)' % (dt, n, 2 * n**3 / t / 1e12))
+x = torch.empty(1 << 28, device='cuda', dtype=torch.float32); y = torch.empty_like(x)
+t = timed(lambda: y.copy_(x))
+print('copy 1 GiB: %.0f GB/s read + write (median of 20)' % (2 * x.numel() * 4 / t / 1e9))
+PY
+fi
+
+if phase levers; then
+  synth "$SMALL" 200
+  for m in $MODELS; do
+    for lever in $LEVERS; do
+      case $lever in
+        base) alone "${m}_base" "$m" $BASE -- ;;
+        input) alone "${m}_input" "$m" FASTER_RESNET_OFF=stem,pool -- ;;
+        stem) alone "${m}_stem" "$m" FASTER_RESNET_OFF=pool -- ;;
+        pool) alone "${m}_pool" "$m" -- ;;
+        bf16) alone "${m}_bf16" "$m" -- --amp-dtype bf16 ;;
+        bf16_unfused) alone "${m}_bf16_unfused" "$m" -- --amp-dtype bf16 --no-fuse ;;
+        batch) alone "${m}_batch" "$m" -- --batch "$(big_batch "$m")" ;;
+      esac
+    done
+  done
+  grep -h "GPU busy" "$summary"/*.profile.txt
+  echo "== levers at $(($(date +%s) - t0)) s"
+fi
+
+if phase peer; then
+  synth "$SMALL" 200
+  for m in $MODELS; do
+    [ "$(left)" -gt 150 ] || break
+    timeout $(($(left) - 20)) python3 "$kit/peers/ref_imagenet.py" "$SMALL" --arch "$m" --amp \
+      --bf16 --channels-last --compile --loader synthetic --steps 200 --epochs 2 --no-val \
+      > "$out/peer_$m.log" 2>&1
+    grep -E "^epoch|RESULT" "$out/peer_$m.log" | sed "s/^/peer $m /"
+    [ "$(left)" -gt 90 ] || break
+    timeout $(($(left) - 20)) python3 scripts/profile_peer.py --arch "$m" --bf16 --compile \
+      --out "$out/peer_$m.trace.json" > "$out/peer_${m}_profile.log" 2>&1 &&
+      python3 scripts/profile_summary.py "$out/peer_$m.trace.json" --top 12 |
+      tee "$summary/peer_$m.profile.txt" | head -14
+  done
+  echo "== peer at $(($(date +%s) - t0)) s"
+fi
+
+if phase final; then
+  synth "$SMALL" 200
+  for r in $(seq 1 "$RUNS"); do
+    for m in $MODELS; do
+      alone "${m}_final_base_$r" "$m" $BASE --
+      alone "${m}_final_$r" "$m" -- ${FINAL_FLAGS:-}
+    done
+  done
+  echo "== final at $(($(date +%s) - t0)) s"
+fi
+
+if phase jpeg; then
+  synth "$ROOT" "$PER_CLASS"
+  for r in $(seq 1 "$RUNS"); do
+    for m in $MODELS; do
+      [ "$(left)" -gt 60 ] || break 2
+      # shellcheck disable=SC2086
+      $bin train --data "$ROOT" --model "$m" --fast --epochs 2 --eval-every 100 ${FINAL_FLAGS:-} \
+        --json "$out/${m}_jpeg_$r.json" > "$out/${m}_jpeg_$r.log" 2>&1 &&
+        echo "$m from JPEG round $r: $(rate "$out/${m}_jpeg_$r.json")" ||
+        echo "$m from JPEG round $r: FAILED $(tail -2 "$out/${m}_jpeg_$r.log")"
+    done
+  done
+fi
+echo "== done at $(($(date +%s) - t0)) s"
