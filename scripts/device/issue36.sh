@@ -3,10 +3,10 @@
 # step against torch.compile), in phases, each skipped past END seconds from the start:
 #   build   build-cuda/ (BUILD_TESTS=ON: the tests too, and the GPU ones of the step's numerics)
 #   floor   the matrix rate (bf16 and fp16, 8192^3) and the copy bandwidth, through torch
-#   levers  model alone (--loader synthetic), ResNet-50 and -18, each lever on top of the last:
-#           base (float32 input, 3-channel stem: the code before them), input (uint8 normalized
-#           straight to fp16), stem (padded to 4 channels), bf16 (--amp-dtype bf16), batch
-#           (--batch BIG); each run profiles its third epoch (--profile), its second is timed
+#   levers  model alone (--loader synthetic), ResNet-50 and -18, each lever (FASTER_RESNET_LEVERS,
+#           models/resnet.h) on top of the last: base (none: the code before them), input, stem,
+#           pool, bf16 (--amp-dtype bf16 with the fused batch norm; bf16_unfused: --no-fuse),
+#           batch (--batch BIG); each run profiles its third epoch (--profile), its second is timed
 #   peer    ref_imagenet.py --compile --loader synthetic --amp --bf16 --channels-last (the peer,
 #           timed), then scripts/profile_peer.py (its step under torch.profiler)
 #   final   faster's best and base configurations, model alone, RUNS rounds
@@ -21,7 +21,8 @@ ROOT=${ROOT:-/tmp/faster-synth-50k} CLASSES=${CLASSES:-100} PER_CLASS=${PER_CLAS
 SMALL=/tmp/faster-synth-20k
 LEVERS=${LEVERS:-base input stem pool bf16 bf16_unfused batch}
 # The code before this issue's levers: float32 input, a 3-channel stem, LibTorch's max-pool.
-BASE="FASTER_RESNET_OFF=input,stem,pool"
+BASE="FASTER_RESNET_LEVERS="
+FINAL_LEVERS=${FINAL_LEVERS:-input,stem,pool}  # final and jpeg
 cd "$(dirname "$0")/../.." || exit 2
 mkdir -p "$out" "$summary"
 t0=$(date +%s)
@@ -91,12 +92,13 @@ if phase levers; then
     for lever in $LEVERS; do
       case $lever in
         base) alone "${m}_base" "$m" $BASE -- ;;
-        input) alone "${m}_input" "$m" FASTER_RESNET_OFF=stem,pool -- ;;
-        stem) alone "${m}_stem" "$m" FASTER_RESNET_OFF=pool -- ;;
-        pool) alone "${m}_pool" "$m" -- ;;
-        bf16) alone "${m}_bf16" "$m" -- --amp-dtype bf16 ;;
+        input) alone "${m}_input" "$m" FASTER_RESNET_LEVERS=input -- ;;
+        stem) alone "${m}_stem" "$m" FASTER_RESNET_LEVERS=input,stem -- ;;
+        pool) alone "${m}_pool" "$m" FASTER_RESNET_LEVERS=input,stem,pool -- ;;
+        bf16) alone "${m}_bf16" "$m" FASTER_RESNET_LEVERS=input,stem,pool,bf16 -- --amp-dtype bf16 ;;
         bf16_unfused) alone "${m}_bf16_unfused" "$m" -- --amp-dtype bf16 --no-fuse ;;
-        batch) alone "${m}_batch" "$m" -- --batch "$(big_batch "$m")" ;;
+        batch) alone "${m}_batch" "$m" FASTER_RESNET_LEVERS=input,stem,pool -- \
+          --batch "$(big_batch "$m")" ;;
       esac
     done
   done
@@ -126,7 +128,7 @@ if phase final; then
   for r in $(seq 1 "$RUNS"); do
     for m in $MODELS; do
       alone "${m}_final_base_$r" "$m" $BASE --
-      alone "${m}_final_$r" "$m" -- ${FINAL_FLAGS:-}
+      alone "${m}_final_$r" "$m" FASTER_RESNET_LEVERS=$FINAL_LEVERS -- ${FINAL_FLAGS:-}
     done
   done
   echo "== final at $(($(date +%s) - t0)) s"
@@ -138,7 +140,8 @@ if phase jpeg; then
     for m in $MODELS; do
       [ "$(left)" -gt 60 ] || break 2
       # shellcheck disable=SC2086
-      $bin train --data "$ROOT" --model "$m" --fast --epochs 2 --eval-every 100 ${FINAL_FLAGS:-} \
+      FASTER_RESNET_LEVERS=$FINAL_LEVERS $bin train --data "$ROOT" --model "$m" --fast --epochs 2 \
+        --eval-every 100 ${FINAL_FLAGS:-} \
         --json "$out/${m}_jpeg_$r.json" > "$out/${m}_jpeg_$r.log" 2>&1 &&
         echo "$m from JPEG round $r: $(rate "$out/${m}_jpeg_$r.json")" ||
         echo "$m from JPEG round $r: FAILED $(tail -2 "$out/${m}_jpeg_$r.log")"

@@ -60,7 +60,8 @@ torch::Tensor norm_add_relu(nn::AnyModule& norm, const torch::Tensor& x,
                             const torch::Tensor& residual, const ResNetOptions& o) {
   if (o.fused) {
     auto* bn = norm.ptr()->as<nn::BatchNorm2dImpl>();
-    if (bn && fused_batch_norm_relu_applies(x, *bn, residual))
+    if (bn && (x.scalar_type() != torch::kBFloat16 || resnet_lever("bf16")) &&
+        fused_batch_norm_relu_applies(x, *bn, residual))
       return fused_batch_norm_relu(x, *bn, residual);
   }
   auto out = norm.forward(x);
@@ -202,14 +203,14 @@ void ResNetImpl::reset() {
 
 // The stem's 7x7 convolution.  With the fused ops on CUDA, an RGB fp16 or bf16 channels-last batch
 // goes in as 4 channels, x and the weight each padded with a channel of zeros (the same sums), as
-// MLPerf's NHWC ResNets feed it: cuDNN's NHWC tensor-core kernels want channels in multiples of
-// 4, and with 3 the stem's forward and weight gradient take slow ones.
+// MLPerf's NHWC ResNets feed it: cuDNN's NHWC kernels for 3 channels are slower (on an H200 the
+// step's convolutions took 0.19 ms less per batch of 256 for ResNet-18, 0.29 for ResNet-50, the
+// padding 0.1 more; BENCHMARKS.md, issue 36).
 torch::Tensor ResNetImpl::stem(const torch::Tensor& x) {
-  static const bool pad_off = resnet_lever_off("stem");
-  const bool pad = options_.fused && !pad_off && x.is_cuda() && x.dim() == 4 && x.size(1) == 3 &&
+  const bool pad = options_.fused && x.is_cuda() && x.dim() == 4 && x.size(1) == 3 &&
                    (x.scalar_type() == torch::kHalf || x.scalar_type() == torch::kBFloat16) &&
                    x.is_contiguous(torch::MemoryFormat::ChannelsLast);
-  if (!pad) return conv1_->forward(x);
+  if (!pad || !resnet_lever("stem")) return conv1_->forward(x);
   namespace F = torch::nn::functional;
   const auto one_more = F::PadFuncOptions({0, 0, 0, 0, 0, 1});  // dim 1: none before, one after
   const auto cl = torch::MemoryFormat::ChannelsLast;
@@ -220,11 +221,11 @@ torch::Tensor ResNetImpl::stem(const torch::Tensor& x) {
 
 torch::Tensor ResNetImpl::forward(torch::Tensor x) {
   x = norm_add_relu(bn1_, stem(x), {}, options_);
-  // The module's window (torchvision's maxpool) through faster's kernels on CUDA: the same values
-  // and gradients as LibTorch's, in a fraction of its time (models/max_pool.h).
-  static const bool pool_off = resnet_lever_off("pool");
+  // The module's window (torchvision's maxpool) through faster's kernels on CUDA (the "pool"
+  // lever): the same values and gradients as LibTorch's, in a fraction of its time
+  // (models/max_pool.h).
   const auto& pool = maxpool_->options;
-  x = pool_off
+  x = !x.is_cuda() || !resnet_lever("pool")
           ? maxpool_->forward(x)
           : max_pool(x, static_cast<int>((*pool.kernel_size())[0]),
                      static_cast<int>((*pool.stride())[0]), static_cast<int>((*pool.padding())[0]));
@@ -233,12 +234,10 @@ torch::Tensor ResNetImpl::forward(torch::Tensor x) {
   return fc_->forward(x);
 }
 
-bool resnet_lever_off(const std::string& lever) {
-  static const std::string off = [] {
-    const char* v = std::getenv("FASTER_RESNET_OFF");
-    return "," + std::string(v ? v : "") + ",";
-  }();
-  return off.find("," + lever + ",") != std::string::npos;
+bool resnet_lever(const std::string& lever) {
+  const char* named = std::getenv("FASTER_RESNET_LEVERS");
+  const std::string on = "," + std::string(named ? named : "input,stem") + ",";
+  return on.find("," + lever + ",") != std::string::npos;
 }
 
 std::vector<std::string> resnet_names() {

@@ -107,7 +107,7 @@ Stepper::Stepper(models::Model model, const TrainOptions& o, torch::Device devic
   // convolution would cast them anyway, and the stem pads them (models/resnet.h).  Other models
   // keep float32 input, their numerics as measured.
   const bool reduced_input = device.is_cuda() && o.precision != Precision::kFloat32 &&
-                             o.model.rfind("resnet", 0) == 0 && !models::resnet_lever_off("input");
+                             o.model.rfind("resnet", 0) == 0 && models::resnet_lever("input");
   normalize_ = data::PixelNormalizer(
       norm, channels, data::Layout::kNCHW, device,
       reduced_input ? (o.precision == Precision::kBFloat16 ? torch::kBFloat16 : torch::kHalf)
