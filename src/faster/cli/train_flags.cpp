@@ -249,7 +249,7 @@ void add_output_flags(CLI::App* cmd, TrainFlags& f) {
       "one fused kernel (used on CUDA by default where it applies: ThinNet's ReLU + BatchNorm "
       "and SpeedNet's BatchNorm + GELU as faster's kernels; ResNets' BatchNorm (+ add) + ReLU as "
       "cuDNN's in "
-      "fp16 channels-last training, e.g. --fast, and in bf16 where this cuDNN runs it)");
+      "fp16 channels-last training, e.g. --fast)");
 }
 
 // Small datasets as stored (the device loader's shifts and flips, SpeedNet's stem).
