@@ -105,19 +105,6 @@ unsigned blocks_for(int64_t packs) {
       1, std::min<int64_t>((packs + kThreads - 1) / kThreads, int64_t{16} * sm_count())));
 }
 
-struct Grid {
-  int64_t packs, lanes, ho, wo;
-  unsigned blocks;
-};
-
-Grid grid_of(const PoolShape& s) {
-  const int64_t v = 16 / element_bytes(s.type);
-  Grid g{0, s.c / v, s.h / 2, s.w / 2, 0};
-  g.packs = s.n * g.ho * g.wo * g.lanes;
-  g.blocks = blocks_for(g.packs);
-  return g;
-}
-
 // The geometry of a windowed pool, for the kernels.
 struct Geometry {
   int64_t n, h, w, c, ho, wo, lanes;
@@ -191,19 +178,34 @@ __global__ void window_backward(const uint8_t* __restrict__ where, const T* __re
   }
 }
 
-Geometry geometry_of(const PoolShape& s, const Window& win) {
+// 2x2 windows are the default Window's.
+Geometry geometry_of(const PoolShape& s, const Window& win = {}) {
   const int64_t v = 16 / element_bytes(s.type);
   return {s.n,          s.h,     s.w,        s.c,        win.out(s.h),
           win.out(s.w), s.c / v, win.kernel, win.stride, win.padding};
 }
 
+// What every kernel takes: a batch, channels in whole 16-byte packs, data on 16 bytes.
+bool packs_fit(const PoolShape& s, const void* x) {
+  const int v = 16 / element_bytes(s.type);
+  return s.n >= 1 && s.c >= v && s.c % v == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
+}
+
+// Runs kernel(T{}, V, blocks, stream) for the shape's element type with a thread per pack over
+// `packs` packs, and checks the launch (`what` names it).
+template <typename F>
+void launch(const PoolShape& s, int64_t packs, void* stream, const char* what, F&& kernel) {
+  const auto st = static_cast<cudaStream_t>(stream);
+  dispatch(s, [&](auto t, auto v) { kernel(t, v, blocks_for(packs), st); });
+  FASTER_CHECK_CUDA(cudaGetLastError(), "launch of ", what);
+}
+
 }  // namespace
 
 bool max_pool_supported(const PoolShape& s, const Window& win, const void* x) {
-  const int v = 16 / element_bytes(s.type);
-  return s.n >= 1 && s.c >= v && s.c % v == 0 && win.kernel >= 1 && win.kernel <= 15 &&
-         win.stride >= 1 && win.padding >= 0 && 2 * win.padding <= win.kernel &&
-         win.out(s.h) >= 1 && win.out(s.w) >= 1 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
+  return packs_fit(s, x) && win.kernel >= 1 && win.kernel <= 15 && win.stride >= 1 &&
+         win.padding >= 0 && 2 * win.padding <= win.kernel && win.out(s.h) >= 1 &&
+         win.out(s.w) >= 1;
 }
 
 void max_pool_forward(const PoolShape& s, const Window& win, const void* x, void* y, uint8_t* where,
@@ -213,13 +215,11 @@ void max_pool_forward(const PoolShape& s, const Window& win, const void* x, void
                "max_pool_forward: unsupported shape or alignment");
   const auto g = geometry_of(s, win);
   const int64_t packs = g.n * g.ho * g.wo * g.lanes;
-  const auto st = static_cast<cudaStream_t>(stream);
-  dispatch(s, [&](auto t, auto v) {
+  launch(s, packs, stream, "max_pool_forward", [&](auto t, auto v, unsigned blocks, auto st) {
     using T = decltype(t);
-    window_forward<T, decltype(v)::value><<<blocks_for(packs), kThreads, 0, st>>>(
+    window_forward<T, decltype(v)::value><<<blocks, kThreads, 0, st>>>(
         static_cast<const T*>(x), static_cast<T*>(y), where, packs, g);
   });
-  FASTER_CHECK_CUDA(cudaGetLastError(), "launch of max_pool_forward");
 }
 
 void max_pool_backward(const PoolShape& s, const Window& win, const uint8_t* where, const void* dy,
@@ -230,32 +230,27 @@ void max_pool_backward(const PoolShape& s, const Window& win, const uint8_t* whe
                "max_pool_backward: unsupported alignment");
   const auto g = geometry_of(s, win);
   const int64_t packs = g.n * g.h * g.w * g.lanes;
-  const auto st = static_cast<cudaStream_t>(stream);
-  dispatch(s, [&](auto t, auto v) {
+  launch(s, packs, stream, "max_pool_backward", [&](auto t, auto v, unsigned blocks, auto st) {
     using T = decltype(t);
-    window_backward<T, decltype(v)::value><<<blocks_for(packs), kThreads, 0, st>>>(
+    window_backward<T, decltype(v)::value><<<blocks, kThreads, 0, st>>>(
         where, static_cast<const T*>(dy), static_cast<T*>(dx), packs, g);
   });
-  FASTER_CHECK_CUDA(cudaGetLastError(), "launch of max_pool_backward");
 }
 
 bool max_pool2x2_supported(const PoolShape& s, const void* x) {
-  const int v = 16 / element_bytes(s.type);
-  return s.n >= 1 && s.c >= v && s.c % v == 0 && s.h >= 2 && s.w >= 2 &&
-         reinterpret_cast<uintptr_t>(x) % 16 == 0;
+  return packs_fit(s, x) && s.h >= 2 && s.w >= 2;
 }
 
 void max_pool2x2_forward(const PoolShape& s, const void* x, void* y, void* stream) {
   FASTER_CHECK(max_pool2x2_supported(s, x) && reinterpret_cast<uintptr_t>(y) % 16 == 0,
                "max_pool2x2_forward: unsupported shape or alignment");
-  const auto g = grid_of(s);
-  const auto st = static_cast<cudaStream_t>(stream);
-  dispatch(s, [&](auto t, auto v) {
+  const auto g = geometry_of(s);
+  const int64_t packs = g.n * g.ho * g.wo * g.lanes;
+  launch(s, packs, stream, "max_pool2x2_forward", [&](auto t, auto v, unsigned blocks, auto st) {
     using T = decltype(t);
-    pool_forward<T, decltype(v)::value><<<g.blocks, kThreads, 0, st>>>(
-        static_cast<const T*>(x), static_cast<T*>(y), g.packs, g.lanes, g.ho, g.wo, s.h, s.w, s.c);
+    pool_forward<T, decltype(v)::value><<<blocks, kThreads, 0, st>>>(
+        static_cast<const T*>(x), static_cast<T*>(y), packs, g.lanes, g.ho, g.wo, s.h, s.w, s.c);
   });
-  FASTER_CHECK_CUDA(cudaGetLastError(), "launch of max_pool2x2_forward");
 }
 
 void max_pool2x2_backward(const PoolShape& s, const void* x, const void* dy, void* dx,
@@ -263,15 +258,14 @@ void max_pool2x2_backward(const PoolShape& s, const void* x, const void* dy, voi
   FASTER_CHECK(max_pool2x2_supported(s, x) && reinterpret_cast<uintptr_t>(dy) % 16 == 0 &&
                    reinterpret_cast<uintptr_t>(dx) % 16 == 0,
                "max_pool2x2_backward: unsupported shape or alignment");
-  const auto g = grid_of(s);
-  const auto st = static_cast<cudaStream_t>(stream);
-  dispatch(s, [&](auto t, auto v) {
+  const auto g = geometry_of(s);
+  const int64_t packs = g.n * g.ho * g.wo * g.lanes;
+  launch(s, packs, stream, "max_pool2x2_backward", [&](auto t, auto v, unsigned blocks, auto st) {
     using T = decltype(t);
-    pool_backward<T, decltype(v)::value><<<g.blocks, kThreads, 0, st>>>(
-        static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dx), g.packs, g.lanes,
+    pool_backward<T, decltype(v)::value><<<blocks, kThreads, 0, st>>>(
+        static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dx), packs, g.lanes,
         g.ho, g.wo, s.h, s.w, s.c);
   });
-  FASTER_CHECK_CUDA(cudaGetLastError(), "launch of max_pool2x2_backward");
 }
 
 }  // namespace faster::models::kernels

@@ -27,8 +27,9 @@ void max_pool2x2_forward(const PoolShape& s, const void* x, void* y, void* strea
 void max_pool2x2_backward(const PoolShape& s, const void* x, const void* dy, void* dx,
                           void* stream);
 
-// Any square window: `kernel` x `kernel` (at most 15), `stride`, `padding` (less than the kernel),
-// output sides (side + 2 padding - kernel) / stride + 1 (ResNet's stem: 3, 2, 1).
+// Any square window: `kernel` x `kernel` (at most 15), `stride`, `padding` (at most half the
+// kernel), output sides (side + 2 padding - kernel) / stride + 1 (ResNet's stem: 3, 2, 1; the
+// default: SpeedNet's 2x2).
 struct Window {
   int kernel = 2, stride = 2, padding = 0;
   int64_t out(int64_t side) const { return (side + 2 * padding - kernel) / stride + 1; }
