@@ -161,6 +161,10 @@ int input_channels(const std::string& name, int data_channels) {
   return family(name) == Family::kResNet ? 3 : data_channels;
 }
 
+bool takes_autocast_input(const std::string& name) {
+  return family(name) == Family::kResNet && resnet_lever("input");
+}
+
 data::Normalization input_normalization(const std::string& name) {
   return find(name).norm;
 }

@@ -49,6 +49,10 @@ enum class Family {
 Family family(const std::string& name);
 // The channels the architecture takes for data of `data_channels` channels.
 int input_channels(const std::string& name, int data_channels);
+// Whether a GPU step may hand the architecture its batches in autocast's type (normalized straight
+// into fp16/bf16) rather than float32: ResNets, unless FASTER_RESNET_LEVERS leaves "input" out
+// (resnet.h); the others keep float32 input, their numerics as measured.
+bool takes_autocast_input(const std::string& name);
 
 // An architecture's own blocks and filters (what --blocks and --filters default to).
 struct Widths {

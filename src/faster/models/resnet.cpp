@@ -214,18 +214,19 @@ torch::Tensor ResNetImpl::stem(const torch::Tensor& x) {
   namespace F = torch::nn::functional;
   const auto one_more = F::PadFuncOptions({0, 0, 0, 0, 0, 1});  // dim 1: none before, one after
   const auto cl = torch::MemoryFormat::ChannelsLast;
+  const auto& conv = conv1_->options;
   return F::conv2d(F::pad(x, one_more).contiguous(cl),
                    F::pad(conv1_->weight, one_more).contiguous(cl),
-                   F::Conv2dFuncOptions().stride(2).padding(3));
+                   F::Conv2dFuncOptions().stride(conv.stride()).padding(conv.padding()));
 }
 
 torch::Tensor ResNetImpl::forward(torch::Tensor x) {
   x = norm_add_relu(bn1_, stem(x), {}, options_);
-  // The module's window (torchvision's maxpool) through faster's kernels on CUDA (the "pool"
-  // lever): the same values and gradients as LibTorch's, in a fraction of its time
-  // (models/max_pool.h).
+  // The module's window (torchvision's maxpool) through faster's kernels where they apply (the
+  // "pool" lever; LibTorch's elsewhere): the same values and gradients as LibTorch's, in a
+  // fraction of its time (models/max_pool.h).
   const auto& pool = maxpool_->options;
-  x = !x.is_cuda() || !resnet_lever("pool")
+  x = !resnet_lever("pool")
           ? maxpool_->forward(x)
           : max_pool(x, static_cast<int>((*pool.kernel_size())[0]),
                      static_cast<int>((*pool.stride())[0]), static_cast<int>((*pool.padding())[0]));

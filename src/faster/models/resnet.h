@@ -40,7 +40,8 @@ struct ResNetOptions {
 
 // Whether the ResNet step's speed-up `lever` is on: those named in the environment's
 // FASTER_RESNET_LEVERS (a comma-separated list; empty: none), else the defaults, "input,stem".
-//   input  a GPU step's uint8 batches normalized straight into autocast's type (train/stepper.cpp)
+//   input  a GPU step's uint8 batches normalized straight into autocast's type
+//          (takes_autocast_input, registry.h)
 //   stem   the stem convolution fed 4 channels (ResNetImpl::stem)
 //   pool   the stem's max-pool through faster's kernels (models/max_pool.h)
 //   bf16   cuDNN's fused BatchNorm + add + ReLU in bf16 as in fp16 (models/batchnorm_relu.h)

@@ -32,7 +32,7 @@ class ProfileTrace {
 };
 
 // The first of the `count` training steps of the last epoch a --profile trace holds: from the
-// 21st on, earlier in an epoch of fewer than 40 steps (past its first half).
+// 21st on; in an epoch too short for that to be its middle, the steps about its middle.
 int64_t profile_first_step(int64_t steps_per_epoch, int64_t count);
 
 }  // namespace faster::train

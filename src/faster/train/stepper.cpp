@@ -8,7 +8,7 @@
 #include <algorithm>
 
 #include "faster/core/error.h"
-#include "faster/models/resnet.h"
+#include "faster/models/registry.h"
 #include "faster/train/parallel/data_parallel.h"
 
 namespace faster::train {
@@ -103,11 +103,10 @@ Stepper::Stepper(models::Model model, const TrainOptions& o, torch::Device devic
   top1_ = torch::zeros({}, f.dtype(torch::kLong));
   top5_ = torch::zeros({}, f.dtype(torch::kLong));
   evaluated_ = torch::zeros({}, f.dtype(torch::kLong));
-  // A ResNet's uint8 batches are normalized straight into autocast's type on a GPU: its first
-  // convolution would cast them anyway, and the stem pads them (models/resnet.h).  Other models
-  // keep float32 input, their numerics as measured.
+  // uint8 batches normalized straight into autocast's type on a GPU where the model takes it (a
+  // ResNet's first convolution would cast them anyway, and its stem pads them).
   const bool reduced_input = device.is_cuda() && o.precision != Precision::kFloat32 &&
-                             o.model.rfind("resnet", 0) == 0 && models::resnet_lever("input");
+                             models::takes_autocast_input(o.model);
   normalize_ = data::PixelNormalizer(
       norm, channels, data::Layout::kNCHW, device,
       reduced_input ? (o.precision == Precision::kBFloat16 ? torch::kBFloat16 : torch::kHalf)
