@@ -8,7 +8,8 @@
 #           pool, bf16 (--amp-dtype bf16 with the fused batch norm; bf16_unfused: --no-fuse),
 #           batch (--batch BIG); each run profiles its third epoch (--profile), its second is timed
 #   peer    ref_imagenet.py --compile --loader synthetic --amp --bf16 --channels-last (the peer,
-#           timed), then scripts/profile_peer.py (its step under torch.profiler)
+#           timed), then scripts/profile_peer.py (its step under torch.profiler; PEER_PROFILE=0:
+#           not)
 #   final   faster's best and base configurations, model alone, RUNS rounds
 #   jpeg    from CLASSES x PER_CLASS `faster synth` JPEGs: faster's best, RUNS rounds
 # Usage: [PHASES=..] [MODELS="resnet50 resnet18"] [RUNS=2] [END=570] issue36.sh KIT OUT
@@ -110,7 +111,7 @@ if phase peer; then
       --bf16 --channels-last --compile --loader synthetic --steps 200 --epochs 2 --no-val \
       > "$out/peer_$m.log" 2>&1
     grep -E "^epoch|RESULT" "$out/peer_$m.log" | sed "s/^/peer $m /"
-    [ "$(left)" -gt 90 ] || break
+    [ "${PEER_PROFILE:-1}" = 1 ] && [ "$(left)" -gt 90 ] || continue
     timeout $(($(left) - 20)) python3 scripts/profile_peer.py --arch "$m" --bf16 --compile \
       --out "$out/peer_$m.trace.json" > "$out/peer_${m}_profile.log" 2>&1 &&
       python3 scripts/profile_summary.py "$out/peer_$m.trace.json" --top 12 |
