@@ -15,6 +15,9 @@
 #           peer, its eager model alone and `faster train --fast`; the loader alone in Python for
 #           5 epochs (RSS) beside `faster load` with the same decoder settings; a PNG tree through
 #           --decode nvjpeg (its PNGs go to the CPU)
+#   gap     scripts/device/python_gap.py: the compiled ResNet-18 alone and through loaders of
+#           GAP_SETTINGS in one process (GPU busy and idle of each from a profile); the loader
+#           alone in Python on the nvJPEG path for 4 epochs (RSS at each epoch's end)
 # BUILD_TESTS=OFF builds the programs and the module only (no base build, no GPU tests).
 # The JPEG tree: `faster synth` CLASSES x PER_CLASS (default 100 x 500 = 50,000) in ROOT.
 # Usage: [PHASES=..] [SEEDS=10] [RUNS=2] [END=570] issue35_37.sh KIT OUT
@@ -151,5 +154,17 @@ PY
   $new load /tmp/png-tree --decode nvjpeg --batch 50 --json "$out/png.json" 2>&1 |
     grep -E "result|PNG images|skipped"
   echo "== python2 at $(($(date +%s) - t0)) s"
+fi
+if phase gap; then
+  synth
+  echo "== compiled resnet18 alone and through faster.ImageLoader, one process"
+  rm -rf /tmp/gap && mkdir -p /tmp/gap
+  timeout $(($(left) - 100)) python3 scripts/device/python_gap.py "$ROOT/train" --profile /tmp/gap \
+    --settings "${GAP_SETTINGS:-workers=0;workers=12;nice=5;workers=8;cpu_share=0}" 2>&1 |
+    grep -E "^[a-z_0-9-]+: |compiled|Error" | tail -12
+  for t in /tmp/gap/*.trace.json; do python3 scripts/profile_summary.py "$t" --top 0 | head -1; done
+  echo "== the loader alone in Python, nvJPEG path, 4 epochs: RSS"
+  timeout $(($(left) - 5)) python3 scripts/bench_python_loader.py "$ROOT/train" --epochs 4 | tail -5
+  echo "== gap at $(($(date +%s) - t0)) s"
 fi
 echo "== done at $(($(date +%s) - t0)) s"

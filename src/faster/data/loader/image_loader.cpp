@@ -5,11 +5,14 @@
 // so the protocol reads top to bottom (its options' checks: loader_options.cpp).
 #include "faster/data/loader/image_loader.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 #include "faster/core/error.h"
@@ -239,6 +242,11 @@ void ImageLoader::start_epoch(int64_t epoch, bool reset_stats) {
 }
 
 void ImageLoader::worker_loop(int id) {
+  // Under trial (issue 35, scripts/device/python_gap.py): FASTER_LOADER_NICE=N lowers the CPU
+  // workers' scheduling priority by N, so that a training loop's launching thread is not
+  // time-sliced among them when they fill every core.  Not yet measured; off unless set.
+  if (const char* nice = std::getenv("FASTER_LOADER_NICE"))
+    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), std::atoi(nice));
   Worker& w = *workers_[id];
   const int64_t slots = static_cast<int64_t>(ring_.size());
   std::unique_lock<std::mutex> lock(mutex_);
