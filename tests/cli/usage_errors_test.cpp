@@ -141,6 +141,7 @@ TEST(UsageErrors, TrainRangesAndCombinations) {
       {t + " --parallel ddp --nproc 2 --epochs 0", "--epochs must be between 1 and 1000000"},
       {t + " --nesterov --momentum 0", "--nesterov needs a non-zero --momentum"},
       {t + " --sync-bn", "--sync-bn needs --parallel ddp"},
+      {t + " --model resnet18 --norm none", "--norm none leaves out ThinNet's BatchNorm"},
       {t + " --cudnn-benchmark-all-shapes", "--cudnn-benchmark-all-shapes needs --cudnn-benchmark"},
       {t + " --parallel ddp --cuda-graph", "--cuda-graph cannot capture DDP's all-reduce"},
       {t + " --last-batch pad", "--last-batch"},

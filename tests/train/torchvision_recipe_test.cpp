@@ -301,6 +301,26 @@ TEST(TorchvisionFlags, ItsReadmeResNet18LineRunsWithItsDefaults) {
   EXPECT_NE(r.output.find("steplr per epoch"), std::string::npos) << r.output;
 }
 
+TEST(TorchvisionFlags, OptAndSchedulerNamesInAnyCaseAsTorchvisionReadsThem) {
+  REQUIRE_FASHION_MNIST();
+  // train.py lower-cases --opt and --lr-scheduler: "SGD_Nesterov" and "CosineAnnealingLR" are
+  // its sgd_nesterov and cosineannealinglr.
+  const auto data = test::exported_fashion_mnist(200);
+  test::TempDir dir;
+  const auto json = (dir.path() / "run.json").string();
+  const auto r = test::run_faster("train --data-path " + data.string() +
+                                  " --model resnet18 --opt SGD_Nesterov --lr-scheduler "
+                                  "CosineAnnealingLR --json " + json + kSmall);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("cosineannealinglr per epoch"), std::string::npos) << r.output;
+  const auto options = nlohmann::json::parse(test::read_file(json))["options"];
+  EXPECT_TRUE(options["nesterov"].get<bool>()) << options.dump();
+  // A name faster lacks is still refused in any case, named as torchvision would read it.
+  const auto bad = test::run_faster("train --device cpu --data-path /nonexistent --opt AdamW");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--opt 'adamw'"), std::string::npos) << bad.output;
+}
+
 TEST(TorchvisionFlags, TheStrongRecipesAugmentationsTrainAndResumeBitExactly) {
   REQUIRE_FASHION_MNIST();
   const auto data = test::exported_fashion_mnist(200);

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cctype>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -52,14 +53,23 @@ int run_command_line(int argc, char** argv);
 int exit_code_of(const std::function<int()>& body,
                  const std::function<std::string(const std::exception&)>& message);
 
+// `text` in lower case (ASCII), as torchvision reads its --opt and --lr-scheduler.
+inline std::string lower_case(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
 // An option whose value is one name of `table`, parsed into `value` as the flag is read; a wrong
-// name ends with faster's one-line error ("--flag must be a or b (got 'x')").
+// name ends with faster's one-line error ("--flag must be a or b (got 'x')").  any_case: the name
+// in any case (torchvision's spelling of a flag it lower-cases).
 template <typename E, size_t N>
 CLI::Option* add_enum_option(CLI::App* cmd, const std::string& flag, E& value,
-                             const EnumName<E> (&table)[N], const std::string& help) {
+                             const EnumName<E> (&table)[N], const std::string& help,
+                             bool any_case = false) {
   return cmd->add_option(flag, value, help)
       ->transform(
-          [&table, flag](std::string text) {
+          [&table, flag, any_case](std::string text) {
+            if (any_case) text = lower_case(std::move(text));
             return std::to_string(static_cast<int>(parse_enum(table, text, flag)));
           },
           "(" + enum_choices(table) + ")")

@@ -331,13 +331,15 @@ void add_torchvision_flags(CLI::App* cmd, TrainFlags& f) {
                  "--data in torchvision's spelling (the same root of train/ and val/), which "
                  "also takes --recipe torchvision's defaults");
   tv->add_option("--opt", f.opt,
-                 "sgd, or sgd_nesterov (Nesterov momentum); torchvision's rmsprop and adamw are "
-                 "not in faster");
+                 "sgd, or sgd_nesterov (Nesterov momentum), in any case as torchvision reads "
+                 "it; torchvision's rmsprop and adamw are not in faster")
+      ->transform([](std::string text) { return lower_case(std::move(text)); });
   add_enum_option(tv, "--lr-scheduler", f.lr_scheduler, train::kTorchvisionSchedulers,
                   "torchvision's schedulers, the rate set once per epoch after the warm-up: "
                   "steplr (x --lr-gamma every --lr-step-size epochs), cosineannealinglr (to "
                   "--lr-min at the end) or exponentiallr (x --lr-gamma each epoch); instead of "
-                  "--lr-decay")
+                  "--lr-decay; in any case, as torchvision reads it",
+                  /*any_case=*/true)
       ->default_str("");
   tv->add_option("--lr-step-size", o.schedule.step_size, "steplr: epochs between the rate's drops")
       ->capture_default_str();

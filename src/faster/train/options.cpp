@@ -263,6 +263,9 @@ void validate_run(const TrainOptions& o) {
     FASTER_USAGE_ERROR("--sync-bn needs --norm batch");
   if (o.norm == models::Norm::kSync)
     FASTER_USAGE_ERROR("--norm must be batch or none (use --sync-bn)");
+  if (o.norm == models::Norm::kNone && models::family(o.model) != models::Family::kThinNet)
+    FASTER_USAGE_ERROR("--norm none leaves out ThinNet's BatchNorm; ", o.model,
+                       " keeps its own (--norm is ThinNet's)");
   check_output_dir_options(o);
 }
 
