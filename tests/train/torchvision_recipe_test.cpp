@@ -389,7 +389,7 @@ TEST(TorchvisionFlags, OutputDirCheckpointsResumeInTorchvisionsOwnObjects) {
   // train.py's objects, built as it builds them from its arguments (references' utils.
   // set_weight_decay transcribed), take the checkpoint with their own load_state_dict; its
   // scheduler then goes on as faster's schedule does.
-  const auto py = test::run_python(R"(
+  const auto py = test::run_python(R"PY(
 import os
 from torch.optim.lr_scheduler import LinearLR, SequentialLR, StepLR
 from torch.optim.swa_utils import AveragedModel
@@ -409,13 +409,37 @@ for m in model.modules():
             key = "norm" if a["norm_weight_decay"] is not None and isinstance(m, norms) else "other"
         params[key].append(p)
 groups = [{"params": params[k], "weight_decay": decays[k]} for k in params if params[k]]
-opt = torch.optim.SGD(groups, lr=a["lr"], momentum=a["momentum"], weight_decay=a["weight_decay"],
-                      nesterov="nesterov" in a["opt"])
-main = StepLR(opt, step_size=a["lr_step_size"], gamma=a["lr_gamma"])
-warm = LinearLR(opt, start_factor=a["lr_warmup_decay"], total_iters=a["lr_warmup_epochs"])
-sched = SequentialLR(opt, [warm, main], milestones=[a["lr_warmup_epochs"]])
+def built():
+    opt = torch.optim.SGD([dict(g) for g in groups], lr=a["lr"], momentum=a["momentum"],
+                          weight_decay=a["weight_decay"], nesterov="nesterov" in a["opt"])
+    main = StepLR(opt, step_size=a["lr_step_size"], gamma=a["lr_gamma"])
+    warm = LinearLR(opt, start_factor=a["lr_warmup_decay"], total_iters=a["lr_warmup_epochs"])
+    return opt, SequentialLR(opt, [warm, main], milestones=[a["lr_warmup_epochs"]])
+# The scheduler train.py would hold after as many epochs, stepped by torch itself.
+ref_opt, ref = built()
+for _ in range(ck["epoch"] + 1):
+    ref_opt.step()
+    ref.step()
+opt, sched = built()
 opt.load_state_dict(ck["optimizer"])
 sched.load_state_dict(ck["lr_scheduler"])
+def same(x, y):
+    if isinstance(x, (list, tuple)):
+        return isinstance(y, (list, tuple)) and len(x) == len(y) and all(map(same, x, y))
+    if isinstance(x, dict):
+        return isinstance(y, dict) and x.keys() == y.keys() and all(same(x[k], y[k]) for k in x)
+    if isinstance(x, float) or isinstance(y, float):
+        return abs(x - y) <= 1e-12 * max(abs(x), abs(y), 1e-300)
+    return x == y
+theirs, mine = ref.state_dict(), sched.state_dict()
+keys = [k for k in theirs if k != "_schedulers"]
+keys += ["%d.%s" % (i, k) for i, s in enumerate(theirs["_schedulers"]) for k in s]
+def at(d, key):
+    i, _, k = key.partition(".")
+    return d["_schedulers"][int(i)].get(k, "missing") if k else d.get(key, "missing")
+print("scheduler differs from torch's at:",
+      " ".join("%s (%r, torch %r)" % (k, at(mine, k), at(theirs, k))
+               for k in keys if not same(at(mine, k), at(theirs, k))) or "none")
 AveragedModel(model, use_buffers=True).load_state_dict(ck["model_ema"])
 momenta = all(opt.state[p]["momentum_buffer"].shape == p.shape for g in opt.param_groups for p in g["params"])
 print("epoch", ck["epoch"], "groups", len(opt.param_groups), "momenta", int(momenta))
@@ -423,10 +447,13 @@ print("lr", repr(opt.param_groups[0]["lr"]))
 sched.step()
 print("next", repr(opt.param_groups[0]["lr"]))
 print("files", " ".join(sorted(os.listdir(path))))
-)",
+)PY",
                                    out);
   ASSERT_EQ(py.exit_code, 0) << py.output;
   EXPECT_NE(py.output.find("epoch 2 groups 3 momenta 1"), std::string::npos) << py.output;
+  // Every entry of the scheduler's state as torch's own after three epochs (_step_count too).
+  EXPECT_NE(py.output.find("scheduler differs from torch's at: none"), std::string::npos)
+      << py.output;
   // Warm-up epoch 0, then 0.2 x 0.5^(e - 1): the rate for epoch 3, then 4.
   const auto number = [&](const std::string& key) {
     const auto at = py.output.find(key + " ");

@@ -54,9 +54,10 @@ double lr_of(const TrainOptions& o, int64_t e, int64_t steps_per_epoch) {
 }
 
 // The state_dict of one of torchvision's schedulers after `last` of its own epochs (-1: the
-// SequentialLR's main scheduler before its milestone), its last rate `lr`, for `groups` groups.
+// SequentialLR's main scheduler before its milestone), its last rate `lr`, for `groups` groups;
+// `calls`, the step() calls it has counted (_step_count: its constructor's one included).
 c10::impl::GenericDict scheduler_state(const TrainOptions& o, bool warmup, int64_t last, double lr,
-                                       size_t groups) {
+                                       size_t groups, int64_t calls) {
   const auto& s = o.schedule;
   auto d = str_dict();
   const int warmup_epochs = static_cast<int>(s.warmup_epochs);
@@ -79,7 +80,7 @@ c10::impl::GenericDict scheduler_state(const TrainOptions& o, bool warmup, int64
   d.insert("base_lrs", doubles(groups, o.sgd.lr));
   d.insert("last_epoch", last);
   d.insert("verbose", false);
-  d.insert("_step_count", last + 1);
+  d.insert("_step_count", calls);
   d.insert("_get_lr_called_within_step", false);
   d.insert("_last_lr", doubles(groups, lr));
   return d;
@@ -90,15 +91,18 @@ IValue lr_scheduler_state(const TrainOptions& o, int epoch, int64_t spe, size_t 
   const int64_t done = epoch + 1;  // steps of the scheduler, one per epoch
   const auto warmup = static_cast<int64_t>(o.schedule.warmup_epochs);
   const double now = lr_of(o, done, spe);
-  if (warmup == 0) return scheduler_state(o, false, done, now, groups);
+  if (warmup == 0) return scheduler_state(o, false, done, now, groups, done + 1);
   // SequentialLR([warm-up, main], milestones=[warmup]): the warm-up steps before the milestone,
-  // the main scheduler from it (step(0) there).
+  // the main scheduler from it (step(0) there).  Each counts its constructor's step; SequentialLR
+  // then takes the main one's epoch back by one and steps the warm-up once more from its start.
   const int64_t warm_last = std::min(done, warmup - 1);
   const int64_t main_last = done >= warmup ? done - warmup : -1;
   auto schedulers = any_list();
-  schedulers.push_back(scheduler_state(o, true, warm_last, lr_of(o, warm_last, spe), groups));
-  schedulers.push_back(scheduler_state(
-      o, false, main_last, main_last >= 0 ? lr_of(o, warmup + main_last, spe) : o.sgd.lr, groups));
+  schedulers.push_back(
+      scheduler_state(o, true, warm_last, lr_of(o, warm_last, spe), groups, warm_last + 1));
+  schedulers.push_back(scheduler_state(o, false, main_last,
+                                       main_last >= 0 ? lr_of(o, warmup + main_last, spe) : o.sgd.lr,
+                                       groups, main_last + 2));
   auto d = str_dict();
   d.insert("_schedulers", schedulers);
   auto milestones = any_list();
