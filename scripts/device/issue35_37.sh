@@ -160,7 +160,7 @@ if phase gap; then
   echo "== compiled resnet18 alone and through faster.ImageLoader, one process"
   rm -rf /tmp/gap && mkdir -p /tmp/gap
   timeout $(($(left) - 100)) python3 scripts/device/python_gap.py "$ROOT/train" --profile /tmp/gap \
-    --settings "${GAP_SETTINGS:-workers=0;workers=12;nice=5;workers=8;cpu_share=0}" 2>&1 |
+    --settings "${GAP_SETTINGS:-workers=0;copy_after=1;nice=5;workers=12;decode=cpu}" 2>&1 |
     grep -E "^[a-z_0-9-]+: |compiled|Error" | tail -12
   for t in /tmp/gap/*.trace.json; do python3 scripts/profile_summary.py "$t" --top 0 | head -1; done
   echo "== the loader alone in Python, nvJPEG path, 4 epochs: RSS"

@@ -7,7 +7,7 @@ Per setting: img/s over STEPS steps after 10 untimed, the seconds the loop waite
 images nvJPEG decoded, the main thread's CPU seconds per step; with --profile DIR, steps 30-39 of
 each are recorded by torch.profiler (summarise with scripts/profile_summary.py: GPU busy and idle).
   python3 scripts/device/python_gap.py ROOT/train [--arch resnet18] [--steps 150]
-      [--settings "workers=0;workers=12;nice=5;cpu_share=0"] [--profile DIR]
+      [--settings "workers=0;copy_after=1;nice=5;cpu_share=0"] [--profile DIR]
 (PYTHONPATH=build-cuda/python)."""
 import argparse
 import os
@@ -122,8 +122,11 @@ def main():
     timed("alone", fixed())
     for text in filter(None, a.settings.split(";")):
         kw = parse_setting(text)
-        # nice=N: the CPU workers' priority lowered by N (FASTER_LOADER_NICE, read as they start)
+        # nice=N: the CPU workers' priority lowered by N (FASTER_LOADER_NICE, read as they start);
+        # copy_after=1: host batches copied after the consumer's queued work, as before
+        # (FASTER_COPY_AFTER_CONSUMER)
         os.environ["FASTER_LOADER_NICE"] = str(kw.pop("nice", 0))
+        os.environ["FASTER_COPY_AFTER_CONSUMER"] = str(kw.pop("copy_after", 0))
         with faster.ImageLoader(a.root, a.batch, device=device, dtype=torch.bfloat16,
                                 channels_last=True, drop_last=True, **kw) as loader:
             timed(text.replace(",", "_").replace("=", "-"), iter(loader), loader.stats)

@@ -3,13 +3,17 @@
 #include <gtest/gtest.h>
 #include <malloc.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
+#include <thread>
 
 #include "data/image_trees.h"
 #include "data/jpeg_fixtures.h"
 #include "faster/core/error.h"
+#include "faster/core/timer.h"
 #include "faster/data/loader/image_loader.h"
 #include "faster/data/sources/array_source.h"
 #include "faster/data/sources/folder_source.h"
@@ -159,6 +163,62 @@ TEST(PixelNormalizer, OnTheGpuEqualsTheCpuRoundedOnce) {
     EXPECT_TRUE(
         torch::equal(gpu_nhwc(nhwc.to(torch::kCUDA)).cpu(), want.permute({0, 2, 3, 1}).to(type)));
   }
+}
+
+// A CUDA device fed by the CPU workers: each batch's copy runs on its own stream, so next() waits
+// for none of the steps queued before it, and a batch's memory is not handed to a later copy while
+// work queued on it is still to run.
+TEST(ImageLoader, OnAGpuCopiesNeitherWaitForTheStepsNorOverwriteTheirBatches) {
+  SKIP_WITHOUT_GPU();
+  test::TempDir t;
+  auto src = make_tree(t.path(), 4, 12);
+  LoaderOptions o = small(8, 2);
+  ImageLoader cpu(src, o);
+  const auto want = epoch(cpu, 0);
+  o.device = torch::kCUDA, o.normalize_on_device = false;
+  ImageLoader gpu(src, o);
+  // Work that keeps the GPU busy for a while (float32 products of 4096 x 4096), timed alone.
+  const auto m = torch::randn({4096, 4096}, torch::kCUDA).div_(64);
+  const auto busy = [&] {
+    auto x = m;
+    for (int i = 0; i < 40; ++i) x = torch::mm(x, m);
+    return x;
+  };
+  busy().sum().item<float>();
+  const Timer alone;
+  busy().sum().item<float>();
+  const double busy_s = alone.seconds();
+  gpu.start_epoch(0);
+  std::vector<torch::Tensor> sums;
+  size_t i = 0;
+  std::optional<Batch> b = gpu.next();
+  while (b) {
+    ASSERT_LT(i, want.size());
+    EXPECT_TRUE(torch::equal(b->images.cpu(), want[i].images)) << "batch " << i;
+    EXPECT_TRUE(torch::equal(b->labels.cpu(), want[i].labels)) << "batch " << i;
+    if (i == 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the ring fills
+    // Its sum queued behind the busy work, then the batch dropped: a later copy into its memory
+    // before the sum ran would change the sum.
+    const auto work = busy();
+    sums.push_back(b->images.to(torch::kLong).sum() + work.sum().mul(0).to(torch::kLong));
+    b.reset();
+    const Timer asking;
+    b = gpu.next();
+    if (i == 0 && b) {  // two batches, while the busy work runs: not waited for
+      auto held = std::move(b);
+      b = gpu.next();
+      EXPECT_LT(asking.seconds(), busy_s / 2) << "next() waited for the GPU's earlier work";
+      sums.push_back(held->images.to(torch::kLong).sum());
+      ++i;
+      EXPECT_TRUE(torch::equal(held->images.cpu(), want[i].images)) << "batch " << i;
+    }
+    ++i;
+  }
+  EXPECT_EQ(i, want.size());
+  ASSERT_EQ(sums.size(), want.size());
+  for (size_t k = 0; k < sums.size(); ++k)
+    EXPECT_EQ(sums[k].item<int64_t>(), want[k].images.to(torch::kLong).sum().item<int64_t>())
+        << "batch " << k;
 }
 
 // torch DistributedSampler semantics: with drop_tail every sample exactly once across ranks;

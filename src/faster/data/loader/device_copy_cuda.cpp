@@ -5,6 +5,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include <cstdlib>
 #include <vector>
 
 #include "faster/core/error.h"
@@ -18,11 +19,16 @@ struct DeviceCopy::Impl {
   std::vector<at::cuda::CUDAEvent> done;  // per slot: the copy out of it has finished
   std::vector<bool> pending;
   c10::optional<c10::cuda::CUDAStream> stream;
+  // Under trial (issue 35): FASTER_COPY_AFTER_CONSUMER=1 restores the earlier copy, allocated on
+  // the consumer's stream and so started only after all the consumer's work queued before it.
+  bool after_consumer = false;
 };
 
 DeviceCopy::DeviceCopy(torch::Device device, int slots)
     : impl_(new Impl{device, device.is_cuda(), {}, {}, c10::nullopt}) {
   if (!impl_->cuda) return;
+  const char* after = std::getenv("FASTER_COPY_AFTER_CONSUMER");
+  impl_->after_consumer = after && std::string(after) == "1";
   c10::cuda::CUDAGuard guard(device);
   impl_->stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index());
   impl_->done.resize(slots);
@@ -39,16 +45,26 @@ torch::Tensor DeviceCopy::copy(const torch::Tensor& host, int slot) {
   if (!impl_->cuda) return host;
   c10::cuda::CUDAGuard guard(impl_->device);
   auto consumer = c10::cuda::getCurrentCUDAStream(impl_->device.index());
-  // Allocated on the consumer's stream (where it will be used and freed); the side stream first
-  // waits for the consumer's earlier work, since the caching allocator may hand back memory that
-  // work still reads.
-  auto out = torch::empty(host.sizes(), host.options().device(impl_->device).pinned_memory(false));
-  at::cuda::CUDAEvent ready;
-  ready.record(consumer);
-  ready.block(*impl_->stream);
-  {
+  const auto device_options = host.options().device(impl_->device).pinned_memory(false);
+  torch::Tensor out;
+  if (impl_->after_consumer) {
+    out = torch::empty(host.sizes(), device_options);
+    at::cuda::CUDAEvent ready;
+    ready.record(consumer);
+    ready.block(*impl_->stream);
     c10::cuda::CUDAStreamGuard side(*impl_->stream);
     out.copy_(host, /*non_blocking=*/true);
+  } else {
+    // Allocated and written on the side stream, so the caching allocator hands it memory the side
+    // stream's own earlier work has finished with: the copy waits for none of the consumer's work
+    // and runs beside its steps.  Recorded on the consumer's stream, the memory goes back to the
+    // side stream only once the consumer's work queued before it is freed has run.  (Allocated on
+    // the consumer's stream instead, the copy had to wait for all the consumer's earlier work, and
+    // next()'s wait for the slot before it with it: the host could not run over a step ahead.)
+    c10::cuda::CUDAStreamGuard side(*impl_->stream);
+    out = torch::empty(host.sizes(), device_options);
+    out.copy_(host, /*non_blocking=*/true);
+    out.record_stream(consumer);
   }
   impl_->done[slot].record(*impl_->stream);
   impl_->pending[slot] = true;

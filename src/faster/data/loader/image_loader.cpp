@@ -528,9 +528,9 @@ int ImageLoader::padded_rows(const Slot& slot) const {
 std::optional<Batch> ImageLoader::next() {
   const int64_t slots = static_cast<int64_t>(ring_.size());
   // The batch handed out last time is done with: its slot is free once its copy out of the ring
-  // has finished, which waits for the GPU to run the steps queued before that copy.  That wait is
-  // made before taking the lock, which the workers and stage threads need for every sample and
-  // part (held, it stalled them for up to a step).  consumed_ and released_ change only on this,
+  // has finished (a copy on its own stream, which waits for none of the consumer's steps:
+  // device_copy_cuda.cpp).  That wait is made before taking the lock, which the workers and stage
+  // threads need for every sample and part (held, it stalled them for up to a step).  consumed_ and released_ change only on this,
   // the consumer's, thread.
   const bool release = released_ < consumed_;
   if (release) copy_.wait_slot(static_cast<int>((consumed_ - 1) % slots));
