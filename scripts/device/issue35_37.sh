@@ -17,7 +17,8 @@
 #           --decode nvjpeg (its PNGs go to the CPU)
 #   gap     scripts/device/python_gap.py: the compiled ResNet-18 alone and through loaders of
 #           GAP_SETTINGS in one process (GPU busy and idle of each from a profile); the loader
-#           alone in Python on the nvJPEG path for 4 epochs (RSS at each epoch's end)
+#           alone in Python on the nvJPEG path for 4 epochs (RSS at each epoch's end); the
+#           DataLoader peer and `faster train --fast`, ResNet-18 from JPEG
 # BUILD_TESTS=OFF builds the programs and the module only (no base build, no GPU tests).
 # The JPEG tree: `faster synth` CLASSES x PER_CLASS (default 100 x 500 = 50,000) in ROOT.
 # Usage: [PHASES=..] [SEEDS=10] [RUNS=2] [END=570] issue35_37.sh KIT OUT
@@ -163,6 +164,13 @@ if phase gap; then
     --settings "${GAP_SETTINGS:-workers=0;copy_after=1;nice=5;workers=12;decode=cpu}" 2>&1 |
     grep -E "^[a-z_0-9-]+: |compiled|Error" | tail -12
   for t in /tmp/gap/*.trace.json; do python3 scripts/profile_summary.py "$t" --top 0 | head -1; done
+  echo "== beside it: the DataLoader peer (eager) and faster train --fast, ResNet-18 from JPEG"
+  [ "$(left)" -gt 120 ] && timeout 100 python3 "$kit/peers/ref_imagenet.py" "$ROOT" --arch resnet18 \
+    --amp --bf16 --channels-last --workers 16 --no-val > "$out/peer18.log" 2>&1
+  grep RESULT "$out/peer18.log" | sed "s/^/peer pil /"
+  [ "$(left)" -gt 70 ] && $new train --data "$ROOT" --model resnet18 --fast --epochs 2 \
+    --eval-every 100 --json "$out/f18.json" > "$out/f18.log" 2>&1 &&
+    echo "faster train --fast: $(rate "$out/f18.json")"
   echo "== the loader alone in Python, nvJPEG path, 4 epochs: RSS"
   timeout $(($(left) - 5)) python3 scripts/bench_python_loader.py "$ROOT/train" --epochs 4 | tail -5
   echo "== gap at $(($(date +%s) - t0)) s"
