@@ -58,7 +58,7 @@ alone() {
 
 if phase build; then
   FASTER_TESTS=${BUILD_TESTS:-OFF} TARGETS="${TARGETS:-faster}" FASTER_FASHION_MNIST=$kit/fmnist \
-    GPU_TESTS='FusedBatchNormRelu*:MaxPool*:PixelNormalizer*:ResNet*:*Graph*' \
+    GPU_TESTS=${GPU_TESTS:-'FusedBatchNormRelu*:MaxPool*:PixelNormalizer*:ResNet*:*Graph*:ImageLoader.OnAGpu*'} \
     bash scripts/device/build.sh || exit 1
   echo "== built and tested at $(($(date +%s) - t0)) s"
 fi
