@@ -216,10 +216,13 @@ TEST(FusedBatchNormRelu, ResNetStepIsAsAccurateAsUnfused) {
 }
 
 // The stem padded to 4 channels (fused, fp16 or bf16 channels-last input on CUDA) against
-// torchvision's 3-channel stem (unfused) from the same weights, in eval mode where the two differ
-// in nothing else: logits and the stem's weight gradient agree to the input type's rounding (the
-// convolutions sum in float in other orders).  A misplaced zero channel or a wrong stride errs by
-// about 100 %.
+// torchvision's 3-channel stem (unfused) from the same weights.  The stem alone: its output, and
+// the weight's gradient for one upstream gradient, agree to the input type's rounding (the
+// convolutions sum in float in other orders); a misplaced zero channel or a wrong stride errs by
+// about 100 %.  The whole network in eval mode: the logits agree as closely.  (Its weight gradient
+// through the whole network does not: a rounding difference at the stem moves the max-pool's
+// choice in near ties and ReLU's at zero, which sends gradient elsewhere; 4.8 % in fp16 on an
+// H100, where the stem alone is within its rounding.)
 TEST(FusedBatchNormRelu, PaddedStemEqualsThreeChannels) {
   SKIP_WITHOUT_GPU();
   const Levers levers("stem");
@@ -237,25 +240,30 @@ TEST(FusedBatchNormRelu, PaddedStemEqualsThreeChannels) {
       for (size_t i = 0; i < a.size(); ++i) b[i].copy_(a[i]);
     }
     const auto cl = torch::MemoryFormat::ChannelsLast;
-    std::vector<torch::Tensor> logits, grads;
+    const auto precision =
+        type == torch::kHalf ? train::Precision::kFloat16 : train::Precision::kBFloat16;
+    std::vector<torch::Tensor> stems, grads, logits;
     const auto x = torch::randn({8, 3, 64, 64}, torch::kCUDA).to(type).contiguous(cl);
+    const auto upstream = torch::randn({8, 64, 32, 32}, torch::kCUDA).contiguous(cl);
     for (auto* m : {&padded, &plain}) {
       (*m)->to(torch::kCUDA);
       (*m)->eval();
-      torch::Tensor out;
+      torch::Tensor stem, out;
       {
-        train::AutocastScope autocast(c10::DeviceType::CUDA, type == torch::kHalf
-                                                                 ? train::Precision::kFloat16
-                                                                 : train::Precision::kBFloat16);
+        train::AutocastScope autocast(c10::DeviceType::CUDA, precision);
+        stem = (*m)->stem(x);
+        torch::NoGradGuard no_grad;
         out = (*m)->forward(x);
       }
-      out.to(torch::kFloat).square().sum().backward();
-      logits.push_back(out.detach());
+      (stem.to(torch::kFloat) * upstream).sum().backward();
+      stems.push_back(stem.detach().to(torch::kFloat));
       grads.push_back((*m)->named_parameters()["conv1.weight"].grad());
+      logits.push_back(out.to(torch::kFloat));
     }
     const double k = type == torch::kBFloat16 ? 8 : 1;
+    EXPECT_LT(relative_error(stems[0], stems[1]), k * 2e-3);
+    EXPECT_LT(relative_error(grads[0], grads[1]), k * 5e-3);
     EXPECT_LT(relative_error(logits[0], logits[1]), k * 5e-3);
-    EXPECT_LT(relative_error(grads[0], grads[1]), k * 1e-2);
   }
 }
 

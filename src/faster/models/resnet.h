@@ -39,14 +39,17 @@ struct ResNetOptions {
 };
 
 // Whether the ResNet step's speed-up `lever` is on: those named in the environment's
-// FASTER_RESNET_LEVERS (a comma-separated list; empty: none), else the defaults, "input,stem".
+// FASTER_RESNET_LEVERS (a comma-separated list; empty: none), else the defaults,
+// "input,stem,bf16".
 //   input  a GPU step's uint8 batches normalized straight into autocast's type
 //          (takes_autocast_input, registry.h)
 //   stem   the stem convolution fed 4 channels (ResNetImpl::stem)
 //   pool   the stem's max-pool through faster's kernels (models/max_pool.h)
 //   bf16   cuDNN's fused BatchNorm + add + ReLU in bf16 as in fp16 (models/batchnorm_relu.h)
-// pool and bf16 are off until their GPU tests have been seen to pass on the GPU machine (their
-// kernels were written without one); naming a list is also how each lever's gain is measured.
+// pool is off until its gain is timed: its GPU tests pass (bit for bit LibTorch's, on an H100,
+// 2026-12-07), but no call has yet timed the step with it.  bf16 is on: its tests pass there, and
+// it took the bf16 step's GPU time from 53.7 to 39.9 ms (ResNet-50) on an H200 (BENCHMARKS.md).
+// Naming a list is also how each lever's gain is measured.
 // Read at every call (a few per forward pass; none inside a replayed CUDA graph).
 bool resnet_lever(const std::string& lever);
 
@@ -58,9 +61,10 @@ class ResNetImpl : public torch::nn::Cloneable<ResNetImpl>, public Classifier {
   torch::Tensor forward(torch::Tensor x) override;
 
   const ResNetOptions& options() const { return options_; }
+  // The stem's 7x7 convolution alone (conv1, padded to 4 channels where the "stem" lever applies).
+  torch::Tensor stem(const torch::Tensor& x);
 
  private:
-  torch::Tensor stem(const torch::Tensor& x);
 
   ResNetOptions options_;
   torch::nn::Conv2d conv1_{nullptr};
