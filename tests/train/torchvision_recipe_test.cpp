@@ -310,7 +310,8 @@ TEST(TorchvisionFlags, OptAndSchedulerNamesInAnyCaseAsTorchvisionReadsThem) {
   const auto json = (dir.path() / "run.json").string();
   const auto r = test::run_faster("train --data-path " + data.string() +
                                   " --model resnet18 --opt SGD_Nesterov --lr-scheduler "
-                                  "CosineAnnealingLR --json " + json + kSmall);
+                                  "CosineAnnealingLR --json " +
+                                  json + kSmall);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("cosineannealinglr per epoch"), std::string::npos) << r.output;
   const auto options = nlohmann::json::parse(test::read_file(json))["options"];

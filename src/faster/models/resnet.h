@@ -65,7 +65,6 @@ class ResNetImpl : public torch::nn::Cloneable<ResNetImpl>, public Classifier {
   torch::Tensor stem(const torch::Tensor& x);
 
  private:
-
   ResNetOptions options_;
   torch::nn::Conv2d conv1_{nullptr};
   torch::nn::AnyModule bn1_;  // BatchNorm2d or SyncBatchNorm2d

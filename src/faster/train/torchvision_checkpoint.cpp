@@ -100,9 +100,9 @@ IValue lr_scheduler_state(const TrainOptions& o, int epoch, int64_t spe, size_t 
   auto schedulers = any_list();
   schedulers.push_back(
       scheduler_state(o, true, warm_last, lr_of(o, warm_last, spe), groups, warm_last + 1));
-  schedulers.push_back(scheduler_state(o, false, main_last,
-                                       main_last >= 0 ? lr_of(o, warmup + main_last, spe) : o.sgd.lr,
-                                       groups, main_last + 2));
+  schedulers.push_back(scheduler_state(
+      o, false, main_last, main_last >= 0 ? lr_of(o, warmup + main_last, spe) : o.sgd.lr, groups,
+      main_last + 2));
   auto d = str_dict();
   d.insert("_schedulers", schedulers);
   auto milestones = any_list();

@@ -530,8 +530,8 @@ std::optional<Batch> ImageLoader::next() {
   // The batch handed out last time is done with: its slot is free once its copy out of the ring
   // has finished (a copy on its own stream, which waits for none of the consumer's steps:
   // device_copy_cuda.cpp).  That wait is made before taking the lock, which the workers and stage
-  // threads need for every sample and part (held, it stalled them for up to a step).  consumed_ and released_ change only on this,
-  // the consumer's, thread.
+  // threads need for every sample and part (held, it stalled them for up to a step).  consumed_
+  // and released_ change only on this, the consumer's, thread.
   const bool release = released_ < consumed_;
   if (release) copy_.wait_slot(static_cast<int>((consumed_ - 1) % slots));
   std::unique_lock<std::mutex> lock(mutex_);
