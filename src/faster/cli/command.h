@@ -7,7 +7,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include <cctype>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -17,6 +16,7 @@
 #include "faster/core/enum_names.h"
 #include "faster/core/exit_codes.h"
 #include "faster/core/flag_rules.h"
+#include "faster/core/text.h"
 #include "faster/data/loader/cpu_share.h"
 
 namespace faster::cli {
@@ -52,12 +52,6 @@ int run_command_line(int argc, char** argv);
 // there is one); `message` gives that line for an exception other than faster::Error.
 int exit_code_of(const std::function<int()>& body,
                  const std::function<std::string(const std::exception&)>& message);
-
-// `text` in lower case (ASCII), as torchvision reads its --opt and --lr-scheduler.
-inline std::string lower_case(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
 
 // An option whose value is one name of `table`, parsed into `value` as the flag is read; a wrong
 // name ends with faster's one-line error ("--flag must be a or b (got 'x')").  any_case: the name

@@ -14,6 +14,7 @@
 #include <new>
 
 #include "faster/core/error.h"
+#include "faster/core/text.h"
 
 namespace faster::data {
 namespace fs = std::filesystem;
@@ -195,8 +196,7 @@ fs::path named_folder(const fs::path& dir) {
 bool named_fashion_mnist(const fs::path& dir) {
   const fs::path d = named_folder(dir);
   const auto says = [](const fs::path& p) {
-    std::string name = p.filename().string();
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string name = lower_case(p.filename().string());
     return name.find("fashion") != std::string::npos || name.find("fmnist") != std::string::npos;
   };
   return says(d) || says(d.parent_path());

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <deque>
@@ -21,6 +20,7 @@
 #include "faster/core/error.h"
 #include "faster/core/fd.h"
 #include "faster/core/file.h"
+#include "faster/core/text.h"
 
 namespace faster::data {
 namespace fs = std::filesystem;
@@ -69,10 +69,7 @@ namespace {
 std::string lower_extension(const std::string& name) {
   const auto dot = name.rfind('.');
   if (dot == std::string::npos) return "";
-  std::string ext = name.substr(dot + 1);
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  return ext;
+  return lower_case(name.substr(dot + 1));
 }
 }  // namespace
 
