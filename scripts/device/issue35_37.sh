@@ -68,6 +68,20 @@ synth() {
     touch "$ROOT/.done"
 }
 
+# The DataLoader peer (ref_imagenet.py, 16 PIL workers), ResNet-18 bf16 channels-last from JPEG:
+# NAME (its log: $out/NAME.log) LABEL (its RESULT line's prefix) [TIMEOUT].
+peer_pil() {
+  timeout "${3:-120}" python3 "$kit/peers/ref_imagenet.py" "$ROOT" --arch resnet18 --amp --bf16 \
+    --channels-last --workers 16 --no-val > "$out/$1.log" 2>&1
+  grep RESULT "$out/$1.log" | sed "s/^/$2 /"
+}
+# `faster train --model resnet18 --fast` from JPEG, 2 epochs: NAME LABEL [FLAGS...].
+fast18() {
+  local name=$1 label=$2; shift 2
+  $new train --data "$ROOT" --model resnet18 --fast "$@" --epochs 2 --eval-every 100 \
+    --json "$out/$name.json" > "$out/$name.log" 2>&1 && echo "$label: $(rate "$out/$name.json")"
+}
+
 if phase steps; then
   echo "== speedrun, $SEEDS seeds, base and this tree in turn"
   for seed in $(seq 0 $((SEEDS - 1))); do
@@ -103,10 +117,8 @@ if phase python; then
     [ "$(left)" -gt 200 ] || break
     python3 scripts/train_torchvision.py "$ROOT" --arch resnet18 --amp --bf16 --channels-last \
       --no-val > "$out/py18_$r.log" 2>&1; grep -E "RESULT|loader:" "$out/py18_$r.log" | sed "s/^/py r$r /"
-    timeout 120 python3 "$peer" "$ROOT" --arch resnet18 --amp --bf16 --channels-last --workers 16 \
-      --no-val > "$out/peer18_$r.log" 2>&1; grep RESULT "$out/peer18_$r.log" | sed "s/^/peer r$r /"
-    $new train --data "$ROOT" --model resnet18 --fast --amp-dtype bf16 --epochs 2 --eval-every 100 \
-      --json "$out/f18_$r.json" > "$out/f18_$r.log" 2>&1 && echo "faster r$r: $(rate "$out/f18_$r.json")"
+    peer_pil "peer18_$r" "peer r$r"
+    fast18 "f18_$r" "faster r$r" --amp-dtype bf16
   done
   echo "== the loader alone: Python (3 epochs, RSS) and faster load"
   python3 scripts/bench_python_loader.py "$ROOT/train" --epochs 3 2>&1 | tail -4
@@ -131,13 +143,11 @@ if phase python2; then
   timeout 200 python3 scripts/train_torchvision.py "$ROOT" --arch resnet18 --amp --bf16 \
     --channels-last --compile --epochs 2 --no-val > "$out/py18c.log" 2>&1
   grep -E "^epoch|RESULT|loader:" "$out/py18c.log"
-  timeout 120 python3 "$peer" "$ROOT" --arch resnet18 --amp --bf16 --channels-last --workers 16 \
-    --no-val > "$out/peer18.log" 2>&1; grep RESULT "$out/peer18.log" | sed "s/^/peer pil /"
+  peer_pil peer18 "peer pil"
   timeout 90 python3 "$peer" "$ROOT" --arch resnet18 --amp --bf16 --channels-last \
     --loader synthetic --steps 200 --epochs 2 --no-val > "$out/peer18s.log" 2>&1
   grep RESULT "$out/peer18s.log" | sed "s/^/peer eager model alone /"
-  $new train --data "$ROOT" --model resnet18 --fast --epochs 2 --eval-every 100 \
-    --json "$out/f18.json" > "$out/f18.log" 2>&1 && echo "faster train --fast: $(rate "$out/f18.json")"
+  fast18 f18 "faster train --fast"
   echo "== the loader alone: Python, 5 epochs; faster load, the same decoder settings"
   python3 scripts/bench_python_loader.py "$ROOT/train" --epochs 5 2>&1 | tail -6
   $new load "$ROOT/train" --batch 256 --decode auto --cpu-share auto --nvjpeg-threads 4 \
@@ -165,12 +175,8 @@ if phase gap; then
     grep -E "^[a-z_0-9-]+: |compiled|Error" | tail -12
   for t in /tmp/gap/*.trace.json; do python3 scripts/profile_summary.py "$t" --top 0 | head -1; done
   echo "== beside it: the DataLoader peer (eager) and faster train --fast, ResNet-18 from JPEG"
-  [ "$(left)" -gt 120 ] && timeout 100 python3 "$kit/peers/ref_imagenet.py" "$ROOT" --arch resnet18 \
-    --amp --bf16 --channels-last --workers 16 --no-val > "$out/peer18.log" 2>&1
-  grep RESULT "$out/peer18.log" | sed "s/^/peer pil /"
-  [ "$(left)" -gt 70 ] && $new train --data "$ROOT" --model resnet18 --fast --epochs 2 \
-    --eval-every 100 --json "$out/f18.json" > "$out/f18.log" 2>&1 &&
-    echo "faster train --fast: $(rate "$out/f18.json")"
+  [ "$(left)" -gt 120 ] && peer_pil peer18 "peer pil" 100
+  [ "$(left)" -gt 70 ] && fast18 f18 "faster train --fast"
   echo "== the loader alone in Python, nvJPEG path, 4 epochs: RSS"
   timeout $(($(left) - 5)) python3 scripts/bench_python_loader.py "$ROOT/train" --epochs 4 | tail -5
   echo "== gap at $(($(date +%s) - t0)) s"
