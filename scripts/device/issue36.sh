@@ -10,6 +10,8 @@
 #   peer    ref_imagenet.py --compile --loader synthetic --amp --bf16 --channels-last (the peer,
 #           timed), then scripts/profile_peer.py (its step under torch.profiler; PEER_PROFILE=0:
 #           not)
+#   probe   scripts/device/probe_conv_fusion.cpp: cuDNN's graph API fusing ResNet-50's convolutions
+#           with the batch norm's statistics (epilogue) and apply + ReLU (prologue), timed per shape
 #   final   faster's best and base configurations, model alone, RUNS rounds
 #   jpeg    from CLASSES x PER_CLASS `faster synth` JPEGs: faster's best, RUNS rounds
 # Usage: [PHASES=..] [MODELS="resnet50 resnet18"] [RUNS=2] [END=570] issue36.sh KIT OUT
@@ -118,6 +120,18 @@ if phase peer; then
       tee "$summary/peer_$m.profile.txt" | head -14
   done
   echo "== peer at $(($(date +%s) - t0)) s"
+fi
+
+if phase probe; then
+  # The cuDNN that PyTorch loads (its pip package), else the CUDA folder's.
+  lib=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(nvidia.cudnn.__path__[0], "lib"))' \
+    2>/dev/null || echo /usr/local/cuda/lib64)
+  inc=$(dirname "$lib")/include
+  g++ -O2 -std=c++17 scripts/device/probe_conv_fusion.cpp -I"$inc" -I/usr/local/cuda/include \
+    -L"$lib" -l:libcudnn.so.9 -Wl,-rpath,"$lib" -L/usr/local/cuda/lib64 -lcudart \
+    -o "$out/probe_conv_fusion" && timeout $(($(left) - 10)) "$out/probe_conv_fusion" 256 |
+    tee "$summary/probe_conv_fusion.txt"
+  echo "== probe at $(($(date +%s) - t0)) s"
 fi
 
 if phase final; then
