@@ -38,6 +38,8 @@ def main():
     p.add_argument("--bf16", action="store_true")
     p.add_argument("--channels-last", action="store_true")
     p.add_argument("--compile", action="store_true")
+    p.add_argument("--compile-mode", default=None,
+                   help="torch.compile's mode with --compile (reduce-overhead: CUDA graphs)")
     p.add_argument("--no-val", action="store_true")
     a = p.parse_args()
     ddp = "WORLD_SIZE" in os.environ
@@ -70,7 +72,7 @@ def main():
                           lr=a.lr, momentum=0.9, nesterov=True)
     if ddp:
         model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index])
-    net = torch.compile(model) if a.compile else model
+    net = torch.compile(model, mode=a.compile_mode) if a.compile else model
     steps_per_epoch = min(a.steps or len(train), len(train))
     total, warm = steps_per_epoch * a.epochs, int(a.warmup_epochs * steps_per_epoch)
     sched = torch.optim.lr_scheduler.LambdaLR(

@@ -18,7 +18,8 @@
 #   gap     scripts/device/python_gap.py: the compiled ResNet-18 alone and through loaders of
 #           GAP_SETTINGS in one process (GPU busy and idle of each from a profile); the loader
 #           alone in Python on the nvJPEG path for 4 epochs (RSS at each epoch's end); the
-#           DataLoader peer and `faster train --fast`, ResNet-18 from JPEG
+#           DataLoader peer and `faster train --fast`, ResNet-18 from JPEG; GAP_MODES="default
+#           reduce-overhead": torch.compile's modes, a process each
 # BUILD_TESTS=OFF builds the programs and the module only (no base build, no GPU tests).
 # The JPEG tree: `faster synth` CLASSES x PER_CLASS (default 100 x 500 = 50,000) in ROOT.
 # Usage: [PHASES=..] [SEEDS=10] [RUNS=2] [END=570] issue35_37.sh KIT OUT
@@ -170,9 +171,14 @@ if phase gap; then
   synth
   echo "== compiled resnet18 alone and through faster.ImageLoader, one process"
   rm -rf /tmp/gap && mkdir -p /tmp/gap
-  timeout $(($(left) - 100)) python3 scripts/device/python_gap.py "$ROOT/train" --profile /tmp/gap \
-    --settings "${GAP_SETTINGS:-workers=0;copy_after=1;nice=5;workers=12;decode=cpu}" 2>&1 |
-    grep -E "^[a-z_0-9-]+: |compiled|Error" | tail -12
+  # GAP_MODES: torch.compile's modes, one process each ("default": its default)
+  for mode in ${GAP_MODES:-default}; do
+    [ "$(left)" -gt 200 ] || break
+    margs=(); [ "$mode" = default ] || margs=(--compile-mode "$mode")
+    timeout $(($(left) - 100)) python3 scripts/device/python_gap.py "$ROOT/train" --profile /tmp/gap \
+      --settings "${GAP_SETTINGS:-workers=0;copy_after=1;nice=5;workers=12;decode=cpu}" "${margs[@]}" \
+      2>&1 | grep -E "^[a-z_0-9-]+: |compiled|Error" | tail -12
+  done
   for t in /tmp/gap/*.trace.json; do python3 scripts/profile_summary.py "$t" --top 0 | head -1; done
   echo "== beside it: the DataLoader peer (eager) and faster train --fast, ResNet-18 from JPEG"
   [ "$(left)" -gt 120 ] && peer_pil peer18 "peer pil" 100

@@ -8,6 +8,7 @@ images nvJPEG decoded, the main thread's CPU seconds per step; with --profile DI
 each are recorded by torch.profiler (summarise with scripts/profile_summary.py: GPU busy and idle).
   python3 scripts/device/python_gap.py ROOT/train [--arch resnet18] [--steps 150]
       [--settings "workers=0;copy_after=1;nice=5;cpu_share=0"] [--profile DIR]
+      [--compile-mode reduce-overhead]
 (PYTHONPATH=build-cuda/python)."""
 import argparse
 import os
@@ -44,6 +45,8 @@ def main():
     p.add_argument("--settings", default="workers=0;workers=12;cpu_share=0",
                    help="loader keyword sets, ';' between sets, ',' within one")
     p.add_argument("--no-compile", action="store_true")
+    p.add_argument("--compile-mode", default=None, help="torch.compile's mode (reduce-overhead: "
+                   "the forward and backward as CUDA graphs)")
     p.add_argument("--profile", default="", help="a folder for one trace per setting")
     p.add_argument("--device", default="cuda", help="cpu: a smoke test of this script")
     a = p.parse_args()
@@ -60,7 +63,7 @@ def main():
     opt = torch.optim.SGD([{"params": decay, "weight_decay": 5e-5},
                            {"params": no_decay, "weight_decay": 0}],
                           lr=0.1, momentum=0.9, nesterov=True)
-    net = model if a.no_compile else torch.compile(model)
+    net = model if a.no_compile else torch.compile(model, mode=a.compile_mode)
     crit = nn.CrossEntropyLoss(label_smoothing=0.1)
 
     def step(x, y):
@@ -119,7 +122,8 @@ def main():
         while True:
             yield x, y
 
-    timed("alone", fixed())
+    prefix = (a.compile_mode + "_") if a.compile_mode else ""
+    timed(prefix + "alone", fixed())
     for text in filter(None, a.settings.split(";")):
         kw = parse_setting(text)
         # nice=N: the CPU workers' priority lowered by N (FASTER_LOADER_NICE, read as they start);
@@ -129,8 +133,8 @@ def main():
         os.environ["FASTER_COPY_AFTER_CONSUMER"] = str(kw.pop("copy_after", 0))
         with faster.ImageLoader(a.root, a.batch, device=device, dtype=torch.bfloat16,
                                 channels_last=True, drop_last=True, **kw) as loader:
-            timed(text.replace(",", "_").replace("=", "-"), iter(loader), loader.stats)
-    timed("alone_again", fixed())
+            timed(prefix + text.replace(",", "_").replace("=", "-"), iter(loader), loader.stats)
+    timed(prefix + "alone_again", fixed())
 
 
 if __name__ == "__main__":
