@@ -43,7 +43,9 @@ std::vector<Batch> epoch(ImageLoader& loader, int64_t e) {
 }
 
 // The same sample through decoder + resampler + store by hand (exact: same code, same order).
-std::vector<uint8_t> by_hand(const Source& src, int64_t index, const LoaderOptions& o, int64_t e) {
+// `draw`: the sampler's (a repetition's crop is keyed by it; -1: the index itself).
+std::vector<uint8_t> by_hand(const Source& src, int64_t index, const LoaderOptions& o, int64_t e,
+                             int64_t draw = -1) {
   Sample s;
   src.get(index, s);
   JpegDecoder dec;
@@ -53,7 +55,8 @@ std::vector<uint8_t> by_hand(const Source& src, int64_t index, const LoaderOptio
   RegionF want;
   bool flip = false;
   if (train) {
-    const TrainCrop t = train_crop(info.width, info.height, o.rrc, o.sampler.seed, e, index);
+    const TrainCrop t =
+        train_crop(info.width, info.height, o.rrc, o.sampler.seed, e, draw < 0 ? index : draw);
     want = {double(t.crop.x), double(t.crop.y), double(t.crop.width), double(t.crop.height)};
     flip = t.flip;
   } else {
@@ -91,6 +94,41 @@ TEST(ImageLoader, OutputEqualsThePipelineByHand) {
       }
     }
   }
+}
+
+// torchvision's repeated-augmentation sampler (--ra-sampler): the epoch is the sampler's order,
+// each image's repetitions in a row, each in its own crop (keyed by its draw), exactly as by hand.
+TEST(ImageLoader, RepeatedAugmentationGivesEachRepetitionItsOwnCrop) {
+  test::TempDir t;
+  auto src = make_tree(t.path(), 4, 70, /*near_square=*/true);  // 280: an epoch keeps 256
+  LoaderOptions o = small(32, 2);
+  o.transform = Transform::kTrain;
+  o.sampler.repetitions = 3;
+  ImageLoader loader(src, o);
+  const auto draws = Sampler(src->size(), o.sampler).indices(2);
+  ASSERT_EQ(draws.size(), 256u);
+  std::vector<torch::Tensor> images;
+  int64_t p = 0;
+  for (const Batch& b : epoch(loader, 2))
+    for (int i = 0; i < b.images.size(0); ++i, ++p) {
+      ASSERT_LT(p, 256);
+      const int64_t index = draws[p] % src->size();
+      ASSERT_EQ(b.indices[i], index) << p;
+      EXPECT_EQ(b.labels[i].item<int64_t>(), src->label(index));
+      const auto want = by_hand(*src, index, o, 2, draws[p]);
+      const auto got = b.images[i].contiguous();
+      ASSERT_EQ(std::memcmp(got.data_ptr<uint8_t>(), want.data(), want.size()), 0) << p;
+      images.push_back(got);
+    }
+  EXPECT_EQ(p, 256);
+  // Three repetitions of one image in a row, in three crops (a crop repeated by chance is rare:
+  // at most 2 of the 85 whole runs allowed).
+  int same = 0;
+  for (int64_t k = 0; k + 2 < 256; k += 3) {
+    EXPECT_EQ(draws[k] % src->size(), draws[k + 2] % src->size()) << k;
+    same += torch::equal(images[k], images[k + 1]) || torch::equal(images[k + 1], images[k + 2]);
+  }
+  EXPECT_LE(same, 2);
 }
 
 // float output = (uint8 / 255 - mean) / std, and NHWC is NCHW permuted (tolerance 1e-5).

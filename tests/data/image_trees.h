@@ -14,12 +14,14 @@
 
 namespace faster::test {
 
-// classes x per_class small JPEGs of varied sizes; returns the source.
+// classes x per_class small JPEGs of varied sizes (widening with i, or all near square, where
+// random-resized crops seldom fall back to the centre); returns the source.
 inline std::shared_ptr<data::FolderSource> make_tree(const std::filesystem::path& root, int classes,
-                                                     int per_class) {
+                                                     int per_class, bool near_square = false) {
   for (int c = 0; c < classes; ++c)
     for (int i = 0; i < per_class; ++i) {
-      const auto bytes = make_jpeg(60 + 13 * i, 50 + 7 * c);
+      const auto bytes = near_square ? make_jpeg(64 + 4 * (i % 8), 64 + 4 * c)
+                                     : make_jpeg(60 + 13 * i, 50 + 7 * c);
       std::filesystem::create_directories(root / ("c" + std::to_string(c)));
       write_file(root / ("c" + std::to_string(c)) / ("i" + std::to_string(i) + ".jpg"),
                  std::string(bytes.begin(), bytes.end()));

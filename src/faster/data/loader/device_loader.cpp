@@ -44,6 +44,9 @@ class DeviceSideLoader : public Loader {
  protected:
   DeviceSideLoader(const LoaderOptions& o, int64_t dataset_size) : options_(o) {
     FASTER_CHECK(o.batch > 0, "batch must be positive");
+    // Repetitions would need each one's own shift and flip: the image loader's alone draws them.
+    FASTER_CHECK(o.sampler.repetitions == 0,
+                 "the repeated-augmentation sampler is the image loader's (JPEG and LMDB data)");
     samples_ =
         delivered_samples(Sampler(dataset_size, o.sampler).per_rank(), o.batch, o.last_batch);
     batches_ = batch_count(samples_, o.batch, LastBatch::kKeep);

@@ -296,11 +296,14 @@ void ImageLoader::process(Worker& w, Slot& slot, int position, int64_t first, bo
   // Only a sample's own failure is counted: a bad stand-in (a replacement, or the one the GPU
   // stage hands back) is counted at its own position.
   const bool own = first == order_[slot.batch * options_.batch + position];
+  // `first` is a draw (Sampler::indices): a stand-in keeps its repetition, so its crop differs
+  // from the other repetitions' too.
+  const int64_t repetition = first / n * n;
   for (int k = 0; k <= kMaxReplacements; ++k) {
-    const int64_t index = (first + k) % n;
-    if (load_sample(w, index, epoch_, slot, position, /*count_bad=*/k == 0 && own, allow_gpu,
+    const int64_t draw = (first + k) % n + repetition;
+    if (load_sample(w, draw, epoch_, slot, position, /*count_bad=*/k == 0 && own, allow_gpu,
                     have_bytes && k == 0)) {
-      slot.indices[position] = index;
+      slot.indices[position] = draw;
       // Evaluation counts each image once: a bad one's stand-in fills its row for the shapes but
       // carries the padding label, which the scores leave out.
       slot.labels.data_ptr<int64_t>()[position] =
@@ -407,8 +410,9 @@ void ImageLoader::run_stage(Stage& st, Slot& slot, int part, torch::Tensor& out)
 }
 
 // Reads, decodes and augments one sample into its place in the slot; false if the image is bad.
-bool ImageLoader::load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slot, int position,
+bool ImageLoader::load_sample(Worker& w, int64_t draw, int64_t epoch, Slot& slot, int position,
                               bool count_bad, bool allow_gpu, bool have_bytes) {
+  const int64_t index = draw % source_->size();
   try {
     const int64_t t0 = now_ns();
     if (!have_bytes) source_->get(index, w.sample);
@@ -428,7 +432,7 @@ bool ImageLoader::load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slo
     bool flip = false;
     if (options_.transform == Transform::kTrain) {
       const TrainCrop tc =
-          train_crop(width, height, options_.rrc, options_.sampler.seed, epoch, index);
+          train_crop(width, height, options_.rrc, options_.sampler.seed, epoch, draw);
       want = {double(tc.crop.x), double(tc.crop.y), double(tc.crop.width), double(tc.crop.height)};
       flip = tc.flip;
     } else if (options_.transform == Transform::kVal) {
@@ -478,7 +482,7 @@ bool ImageLoader::load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slo
       image = w.resized.view();
     }
     if (augments()) {  // after the crop and its flip, as torchvision's transforms run
-      SampleRng rng(options_.sampler.seed ^ kAutoAugmentStream, epoch, index);
+      SampleRng rng(options_.sampler.seed ^ kAutoAugmentStream, epoch, draw);
       const auto ops = draw_ops(options_.auto_augment, height_, width_, rng);
       if (apply_ops(ops, flip, options_.auto_augment.bilinear, w.resized, w.scratch))
         flip = false, image = w.resized.view();
@@ -588,7 +592,8 @@ std::optional<Batch> ImageLoader::next() {
   out.epoch = epoch_;
   out.number = b;
   out.size = n;
-  out.indices.assign(slot.indices.begin(), slot.indices.begin() + n);
+  out.indices.resize(n);
+  for (int i = 0; i < n; ++i) out.indices[i] = slot.indices[i] % source_->size();
   // Host copies go through DeviceCopy so the slot's event covers them before the slot is refilled
   // (with nvJPEG the images are on the device already).
   out.images = gpu() ? slot.device_images

@@ -112,7 +112,7 @@ class ImageLoader : public Loader {
     torch::Tensor images, labels;  // images: a view of storage at the current size
     int64_t batch = -1;
     int expected = 0, filled = 0;
-    std::vector<int64_t> indices;
+    std::vector<int64_t> indices;  // per position, the draw loaded (Sampler::indices)
     // nvJPEG: per position, the compressed bytes (swapped in from the worker, capacity kept) and,
     // where the GPU is to decode it, what to do; the finished batch on the device.
     std::vector<std::vector<uint8_t>> jpeg;
@@ -128,14 +128,15 @@ class ImageLoader : public Loader {
   struct Stage;
 
   void worker_loop(int id);
-  // Loads the sample at `position` of `slot`, starting from source index `first` and moving on to
-  // the next index while images are bad (skip policy).  have_bytes: `first`'s bytes and label are
+  // Loads the sample at `position` of `slot`, starting from the draw `first` (a source index, or
+  // one of its repetitions: Sampler::indices) and moving on to the next index while images are bad
+  // (skip policy).  have_bytes: `first`'s bytes and label are
   // in w.sample already (an image nvJPEG refused), so it is not read again.  A bad `first` counts
   // as skipped only where it is the position's own sample, not a stand-in for another.
   void process(Worker& w, Slot& slot, int position, int64_t first, bool allow_gpu,
                bool have_bytes = false);
-  bool load_sample(Worker& w, int64_t index, int64_t epoch, Slot& slot, int position,
-                   bool count_bad, bool allow_gpu, bool have_bytes);
+  bool load_sample(Worker& w, int64_t draw, int64_t epoch, Slot& slot, int position, bool count_bad,
+                   bool allow_gpu, bool have_bytes);
   bool cpu_takes(Worker& w, const RegionF& want);
   void stage_loop(int id);
   void run_stage(Stage& st, Slot& slot, int part, torch::Tensor& out);
@@ -177,7 +178,7 @@ class ImageLoader : public Loader {
 
   mutable std::mutex mutex_;
   std::condition_variable work_cv_, ready_cv_, idle_cv_;
-  std::vector<int64_t> order_;  // this epoch's sample indices
+  std::vector<int64_t> order_;  // this epoch's draws (Sampler::indices)
   int64_t next_part_ = 0;       // nvJPEG: the next part to stage, batch * parts() + part, in order
   int64_t epoch_ = -1, next_task_ = 0, total_tasks_ = 0;
   // Batches handed out, and those whose slots are free again: written under the lock by the

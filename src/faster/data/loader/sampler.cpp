@@ -13,7 +13,16 @@ Sampler::Sampler(int64_t size, SamplerOptions options) : size_(size), options_(o
   if (options.world < 1 || options.rank < 0 || options.rank >= options.world)
     FASTER_THROW("sampler: rank ", options.rank, " is not in [0, world=", options.world, ")");
   if (size <= 0) FASTER_THROW("sampler: the dataset is empty");
-  if (!options.even)
+  if (options.repetitions < 0)
+    FASTER_THROW("sampler: ", options.repetitions, " repetitions (0: none, or at least 1)");
+  if (options.repetitions > 0) {
+    per_rank_ = size / 256 * 256 / options.world;  // RASampler's num_selected_samples
+    if (per_rank_ == 0)
+      FASTER_THROW(
+          "the repeated-augmentation sampler keeps floor(images / 256) * 256 / ranks "
+          "images per rank, as torchvision's RASampler does: ",
+          size, " images over ", options.world, " rank(s) leave none");
+  } else if (!options.even)
     per_rank_ = (size - options.rank + options.world - 1) / options.world;
   else
     per_rank_ =
@@ -34,10 +43,19 @@ std::vector<int64_t> Sampler::indices(int64_t epoch) const {
       std::swap(perm[i], perm[pick(gen)]);
     }
   }
-  const int64_t total = options_.even ? per_rank_ * options_.world : size_;
-  for (int64_t i = size_; i < total; ++i) perm.push_back(perm[i - size_]);  // wrap-around padding
   std::vector<int64_t> mine;
   mine.reserve(per_rank_);
+  if (const int64_t reps = options_.repetitions; reps > 0) {
+    // The permutation's samples repeated reps times in a row (wrapped around past the end, to
+    // even the ranks), rank::world of that; the draw tells a sample's repetitions apart.
+    for (int64_t k = 0; k < per_rank_; ++k) {
+      const int64_t at = (options_.rank + k * options_.world) % (size_ * reps);
+      mine.push_back(perm[at / reps] + at % reps * size_);
+    }
+    return mine;
+  }
+  const int64_t total = options_.even ? per_rank_ * options_.world : size_;
+  for (int64_t i = size_; i < total; ++i) perm.push_back(perm[i - size_]);  // wrap-around padding
   for (int64_t i = options_.rank; i < total; i += options_.world) mine.push_back(perm[i]);
   return mine;
 }

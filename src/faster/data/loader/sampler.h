@@ -27,13 +27,20 @@ struct SamplerOptions {
   // false: neither pad nor drop; ranks get size/world or one more (evaluation, where a repeated
   // sample would count twice and ranks need not stay in step).
   bool even = true;
+  // > 0: torchvision's RASampler (train.py --ra-sampler --ra-reps N) instead of the rule above:
+  // each sample of the shuffled order repeated N times in a row, the list wrapped around to a
+  // multiple of world, rank::world of it, cut to floor(size / 256) * 256 / world per rank.  The
+  // ranks thus see the same images in different crops, and an epoch holds about size / N of them.
+  int repetitions = 0;
 };
 
 class Sampler {
  public:
   Sampler(int64_t size, SamplerOptions options);
 
-  // Sample indices of this rank for `epoch`, in the order to visit them.
+  // Sample indices of this rank for `epoch`, in the order to visit them.  Under repetitions, a
+  // sample's r-th repetition is given as index + r * size() (a draw: index = draw % size(), and
+  // the draw, not the index, seeds its crop); otherwise draws are the indices.
   std::vector<int64_t> indices(int64_t epoch) const;
   // How many indices this rank gets per epoch (equal on all ranks unless !even).
   int64_t per_rank() const { return per_rank_; }
