@@ -111,6 +111,25 @@ def test_last_batch_rules(photos):
     assert sum(len(y) for _, y in faster.ImageLoader(photos / "train", 20, res=32)) == n
 
 
+def test_ra_reps_is_torchvisions_repeated_augmentation_sampler(fmnist, photos):
+    # RASampler's epoch: floor(300 / 256) * 256 = 256 draws, each image 3 times in a row, each
+    # time in its own crop.
+    loader = faster.ImageLoader(fmnist / "train", 32, res=24, ra_reps=3, normalize=False)
+    assert len(loader) == 8
+    images, indices = [], []
+    for x, _ in loader:
+        images.append(x.clone())
+        indices += loader.indices()
+    assert len(indices) == 256
+    assert all(indices[k] == indices[k + 1] == indices[k + 2] for k in range(0, 255, 3))
+    assert len(set(indices)) == 86
+    x = torch.cat(images)
+    same = sum(torch.equal(x[k], x[k + 1]) for k in range(0, 255, 3))
+    assert same <= 8  # Fashion-MNIST's plain backgrounds let a few crops coincide
+    with pytest.raises(RuntimeError, match="48 images over 1 rank\\(s\\) leave none"):
+        faster.ImageLoader(photos / "train", 8, ra_reps=3)
+
+
 def test_set_res_changes_the_crop_up_to_max_res(photos):
     loader = faster.ImageLoader(photos / "train", 8, res=32, max_res=64)
     assert next(iter(loader))[0].shape[-1] == 32
@@ -215,6 +234,7 @@ def test_a_missing_root_or_an_empty_class_is_file_not_found(tmp_path, photos):
     (dict(workers="many"), TypeError, "workers must be an int"),
     (dict(auto_augment="augmix"), ValueError, "auto_augment must be none, ta_wide, ra or imagenet"),
     (dict(ra_magnitude=31), ValueError, "ra_magnitude must be between 0 and 30"),
+    (dict(ra_reps=-1), ValueError, "ra_reps must be between 0 and 256"),
     (dict(wokers=2), TypeError, "unexpected keyword argument 'wokers'"),
 ])
 def test_bad_options_raise_naming_the_keyword(photos, options, error, message):

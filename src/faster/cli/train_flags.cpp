@@ -365,6 +365,13 @@ void add_torchvision_flags(CLI::App* cmd, TrainFlags& f) {
   tv->add_option("--ra-magnitude", o.auto_augment.ra_magnitude,
                  "RandAugment's strength, of 31 bins (0-30)")
       ->capture_default_str();
+  tv->add_flag("--ra-sampler", f.ra_sampler,
+               "Repeated augmentation, torchvision's RASampler, under DDP as train.py (a single "
+               "process shuffles plainly, as train.py's): each image --ra-reps times in a row, "
+               "in other crops, dealt to the ranks in turn; an epoch keeps floor(N / 256) * 256 "
+               "images, about N / --ra-reps of them distinct");
+  tv->add_option("--ra-reps", f.ra_reps, "--ra-sampler's repetitions of each image")
+      ->capture_default_str();
   tv->add_option("--random-erase", o.augment.random_erase,
                  "RandomErasing: each training image's chance of a rectangle (2-33 % of its "
                  "area, aspect 0.3-3.3) set to the mean colour, on the device")

@@ -25,8 +25,6 @@ struct RefusedFlag {
 };
 inline constexpr RefusedFlag kRefusedTorchvisionFlags[] = {
     {"--augmix-severity", false, "AugMix is not in faster"},
-    {"--ra-sampler", true, "the repeated-augmentation sampler is not in faster"},
-    {"--ra-reps", false, "the repeated-augmentation sampler is not in faster"},
     {"--weights", false,
      "faster train starts from fresh weights; faster eval --weights scores saved ones"},
     {"--start-epoch", false, "--resume CHECKPOINT goes on from the epoch it holds"},
@@ -67,6 +65,8 @@ struct TrainFlags {
   double lr_min = 0;
   bool model_ema = false;
   double model_ema_decay = 0.99998;
+  bool ra_sampler = false;
+  int ra_reps = 3;
   std::string opt, interpolation;
   bool test_only = false;  // --test-only: score --resume's weights on the val split (eval)
   std::vector<std::string> refused;  // the values of flags faster refuses by name

@@ -11,6 +11,7 @@
 #include "faster/cli/train_flags.h"
 #include "faster/core/early_context.h"
 #include "faster/core/file.h"
+#include "faster/core/log.h"
 #include "faster/models/registry.h"
 #include "faster/models/thinnet.h"
 #include "faster/train/checkpoint.h"
@@ -441,6 +442,7 @@ void take_torchvision_spellings(TrainFlags& f) {
       FASTER_USAGE_ERROR(r.flag,
                          " (torchvision's train.py) is not honoured by faster train: ", r.instead);
   }
+  if (f.ra_sampler) check_range("--ra-reps", f.ra_reps, 1, 256);
   if (f.given("--data-path")) {
     if (f.cmd->get_option("--data")->count() > 0)
       FASTER_USAGE_ERROR("--data and --data-path name the data twice: give one");
@@ -474,6 +476,16 @@ void apply_torchvision_flags(TrainFlags& f) {
     if (!(f.lr_min >= 0 && f.lr_min <= o.sgd.lr))
       FASTER_USAGE_ERROR("--lr-min must be between 0 and --lr ", o.sgd.lr, " (got ", f.lr_min, ")");
     o.schedule.min_lr = f.lr_min / o.sgd.lr;
+  }
+  if (f.ra_sampler) {
+    // train.py samples with RASampler only when distributed (torchrun, Slurm); alone it shuffles
+    // plainly (RandomSampler), and so does faster.
+    if (o.parallel == train::Parallel::kDdp)
+      o.ra_reps = f.ra_reps;
+    else
+      log::info(
+          "--ra-sampler: as torchvision's train.py, only under DDP (--parallel ddp); this "
+          "single process shuffles every image once per epoch");
   }
   if (f.model_ema) {
     // torchvision's adjustment: its decay is per update at a reference of one update per epoch

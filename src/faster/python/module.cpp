@@ -97,6 +97,12 @@ const std::vector<Keyword>& keywords() {
        [](R& r, py::handle v) {
          r.data.auto_augment.ra_magnitude = as<int>(v, "ra_magnitude", "an int");
        }},
+      {"ra_reps",
+       "train: torchvision's repeated-augmentation sampler (RASampler), each image this many "
+       "times in a row in other crops, dealt to the ranks in turn; floor(N / 256) * 256 images "
+       "an epoch (0: off)",
+       [](const R& r) { return py::cast(r.data.ra_reps); },
+       [](R& r, py::handle v) { r.data.ra_reps = as<int>(v, "ra_reps", "an int"); }},
       {"decode",
        "'cpu' (libjpeg-turbo in the loader threads), 'nvjpeg' (the GPU's JPEG engines) or "
        "'auto' (nvjpeg on a GPU unless the images are small)",

@@ -62,6 +62,9 @@ struct DataOptions {
   bool alternate_flips = false;
   // Crops (JPEG data, or --res): torchvision's --auto-augment policy and --ra-magnitude.
   data::AutoAugmentOptions auto_augment;
+  // Training: torchvision's repeated-augmentation sampler with this many repetitions of each
+  // image (data::SamplerOptions::repetitions; 0: off).  Crops only: each repetition is its own.
+  int ra_reps = 0;
   bool channels_last = false;  // JPEG batches arrive NHWC, as a channels-last model takes them
   LoaderKind loader = LoaderKind::kHost;
   // Loader threads; 0: the default, all cores for JPEG data and 4 for a small dataset (held in

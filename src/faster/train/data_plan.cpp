@@ -41,6 +41,10 @@ void settle_training(DataOptions& o, const TrainingData& d, const WorldInfo& w) 
            : crops && o.flip != Flip::kOff ? Flip::kOn
                                            : Flip::kOff;
   if (!d.arrays() && o.res.res == 0) o.res.res = 224;  // JPEG images of any size need a crop size
+  if (o.ra_reps > 0 && !crops)
+    FASTER_THROW(
+        "--ra-sampler repeats each image in other random crops: a small dataset as stored has "
+        "none (give --res N for crops)");
   if (o.loader == LoaderKind::kDevice && (!d.arrays() || o.res.res > 0))
     FASTER_THROW("--loader device serves small datasets as stored; with ",
                  d.arrays() ? "--res (crops)" : "JPEG data", " use --loader host");
@@ -88,6 +92,7 @@ void validate(const DataOptions& o) {
   if (o.val_resize != 0)
     check_range("--val-resize", o.val_resize, std::max(o.val_res, 8), 2 * data::kMaxSide);
   check_range("--ra-magnitude", o.auto_augment.ra_magnitude, 0, 30);
+  check_range("--ra-reps", o.ra_reps, 0, 256);
   if (o.last_batch == data::LastBatch::kPad)
     FASTER_USAGE_ERROR("--last-batch must be keep or drop (padding is for evaluation batches)");
 }
@@ -129,6 +134,7 @@ data::LoaderOptions loader_options(const DataPlan& plan, const TrainingData& d,
   lo.sampler.rank = w.rank;
   lo.sampler.world = w.world;
   lo.sampler.even = train;  // test shards need not be equal, and must not repeat samples
+  lo.sampler.repetitions = train ? o.ra_reps : 0;
   lo.last_batch = train ? o.last_batch : data::LastBatch::kKeep;
   lo.workers = o.workers;
   lo.device = device;

@@ -407,6 +407,7 @@ void take_run_options(const nlohmann::json& saved, TrainOptions& o, const std::s
   r.take("clip_grad_norm", o.clip_grad_norm);
   r.take("auto_augment", data::kAutoAugmentNames, o.auto_augment.policy);
   r.take("ra_magnitude", o.auto_augment.ra_magnitude);
+  r.take("ra_reps", o.ra_reps);
   r.take("random_erase", o.augment.random_erase);
   r.take("mixup_alpha", o.augment.mixup_alpha);
   r.take("cutmix_alpha", o.augment.cutmix_alpha);
@@ -474,6 +475,7 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"clip_grad_norm", o.clip_grad_norm},
           {"auto_augment", enum_name(data::kAutoAugmentNames, o.auto_augment.policy)},
           {"ra_magnitude", o.auto_augment.ra_magnitude},
+          {"ra_reps", o.ra_reps},
           {"random_erase", o.augment.random_erase},
           {"mixup_alpha", o.augment.mixup_alpha},
           {"cutmix_alpha", o.augment.cutmix_alpha},

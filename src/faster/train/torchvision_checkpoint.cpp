@@ -194,6 +194,8 @@ IValue args_of(const TrainOptions& o) {
                ? IValue(std::string(enum_name(data::kAutoAugmentNames, o.auto_augment.policy)))
                : IValue());
   a.insert("ra_magnitude", int64_t{o.auto_augment.ra_magnitude});
+  a.insert("ra_sampler", o.ra_reps > 0);
+  a.insert("ra_reps", int64_t{o.ra_reps > 0 ? o.ra_reps : 3});  // train.py's default when off
   a.insert("random_erase", o.augment.random_erase);
   a.insert("amp", o.precision == Precision::kFloat16);
   a.insert("model_ema", o.ema_decay > 0);
