@@ -146,7 +146,7 @@ TEST(FusedBatchNormRelu, AppliesOnlyWhereItCan) {
 // 0.11-0.17).  A wrong fused kernel (a dropped residual, a misplaced ReLU) errs by about 100 %.
 void check_resnet_step(train::Precision precision) {
   ResNetOptions o;
-  o.depth = 18, o.classes = 10, o.fused = true;
+  o.arch = "resnet18", o.classes = 10, o.fused = true;
   torch::manual_seed(1);
   ResNet fused(o);
   o.fused = false;
@@ -229,7 +229,7 @@ TEST(FusedBatchNormRelu, PaddedStemEqualsThreeChannels) {
   for (const auto type : {torch::kHalf, torch::kBFloat16}) {
     SCOPED_TRACE(::testing::Message() << type);
     ResNetOptions o;
-    o.depth = 18, o.classes = 10, o.fused = true;
+    o.arch = "resnet18", o.classes = 10, o.fused = true;
     torch::manual_seed(2);
     ResNet padded(o);
     o.fused = false;

@@ -17,9 +17,9 @@ namespace {
 
 constexpr int kSize = 64;  // input side: small enough for quick CPU tests, 2x2 after layer4
 
-ResNet make(int depth, int classes = 1000) {
+ResNet make(const std::string& arch, int classes = 1000) {
   ResNetOptions o;
-  o.depth = depth;
+  o.arch = arch;
   o.classes = classes;
   return ResNet(o);
 }
@@ -89,9 +89,8 @@ std::string shape(const torch::Tensor& t) {
 }
 
 // The listing resnet_reference.py writes for a torchvision model, made from ours.
-std::vector<std::string> listing(const ResNet& m, int depth) {
-  std::vector<std::string> lines{"resnet" + std::to_string(depth) + " params " +
-                                 std::to_string(count(m))};
+std::vector<std::string> listing(const ResNet& m, const std::string& arch) {
+  std::vector<std::string> lines{arch + " params " + std::to_string(count(m))};
   for (const auto& p : m->named_parameters())
     lines.push_back("param " + p.key() + " " + shape(p.value()));
   for (const auto& b : m->named_buffers())
@@ -117,16 +116,16 @@ void randomize_norms(ResNet& m) {
 
 TEST(ResNet, OutputShapesAndTorchvisionParameterCounts) {
   // torchvision's published parameter counts (1000 classes).
-  const std::vector<std::pair<int, int64_t>> published{
-      {18, 11689512}, {34, 21797672}, {50, 25557032}};
-  for (const auto& [depth, params] : published) {
-    auto m = make(depth);
-    EXPECT_EQ(count(m), params) << "resnet" << depth;
+  const std::vector<std::pair<std::string, int64_t>> published{
+      {"resnet18", 11689512}, {"resnet34", 21797672}, {"resnet50", 25557032}};
+  for (const auto& [arch, params] : published) {
+    auto m = make(arch);
+    EXPECT_EQ(count(m), params) << arch;
     EXPECT_EQ(m->forward(torch::randn({2, 3, kSize, kSize})).sizes(),
               (std::vector<int64_t>{2, 1000}));
   }
   ResNetOptions o;
-  o.depth = 18;
+  o.arch = "resnet18";
   o.classes = 10;
   o.in_channels = 1;
   ResNet gray(o);
@@ -135,16 +134,19 @@ TEST(ResNet, OutputShapesAndTorchvisionParameterCounts) {
 
 TEST(ResNet, StateNamesShapesAndOrderAreTorchvisions) {
   REQUIRE_TORCHVISION();
-  const auto theirs = reference("state", "18 34 50");
+  const std::vector<std::string> archs{"resnet18", "resnet34", "resnet50"};
+  std::string names;
+  for (const auto& arch : archs) names += " " + arch;
+  const auto theirs = reference("state", names);
   std::vector<std::string> ours;
-  for (int depth : {18, 34, 50}) {
-    const auto l = listing(make(depth), depth);
+  for (const auto& arch : archs) {
+    const auto l = listing(make(arch), arch);
     ours.insert(ours.end(), l.begin(), l.end());
   }
   ASSERT_EQ(ours.size(), theirs.size());
   for (size_t i = 0; i < ours.size(); ++i) ASSERT_EQ(ours[i], theirs[i]) << "line " << i;
   // Spot checks of the names the task names.
-  auto m = make(50);
+  auto m = make("resnet50");
   const auto params = m->named_parameters();
   const auto buffers = m->named_buffers();
   for (const char* name :
@@ -160,31 +162,31 @@ TEST(ResNet, SavedWeightsLoadIntoTorchvisionWithTheSameLogits) {
   REQUIRE_TORCHVISION();
   test::TempDir dir;
   const int classes = 10;
-  const std::vector<int> depths{18, 34, 50};
+  const std::vector<std::string> archs{"resnet18", "resnet34", "resnet50"};
   std::string jobs;
   std::vector<torch::Tensor> ours;
-  for (int depth : depths) {
-    auto m = make(depth, classes);
+  for (const auto& arch : archs) {
+    auto m = make(arch, classes);
     randomize_norms(m);
-    const auto path = dir / ("resnet" + std::to_string(depth) + ".pt");
+    const auto path = dir / (arch + ".pt");
     train::save_state_dict(*m, path);
     ours.push_back(eval_logits(m));
-    jobs += " " + std::to_string(depth) + ":'" + path.string() + "'";
+    jobs += " " + arch + ":'" + path.string() + "'";
     // And back into a fresh faster model: the same logits, bit for bit.
-    auto back = make(depth, classes);
+    auto back = make(arch, classes);
     train::load_state_dict(*back, path);
-    EXPECT_TRUE(torch::equal(eval_logits(back), ours.back())) << "resnet" << depth;
+    EXPECT_TRUE(torch::equal(eval_logits(back), ours.back())) << arch;
   }
   const auto theirs =
       reference("logits", std::to_string(classes) + " " + std::to_string(kSize) + jobs);
-  ASSERT_EQ(theirs.size(), depths.size());
-  for (size_t i = 0; i < depths.size(); ++i) {
+  ASSERT_EQ(theirs.size(), archs.size());
+  for (size_t i = 0; i < archs.size(); ++i) {
     const auto t = parse_logits(theirs[i]);
     ASSERT_EQ(t.numel(), 2 * classes);
     const double d = relative_difference(ours[i], t);
-    std::cout << "[ measured ] resnet" << depths[i]
+    std::cout << "[ measured ] " << archs[i]
               << ": max |faster - torchvision| / max |torchvision| = " << d << "\n";
-    EXPECT_LT(d, kTolerance) << "resnet" << depths[i];
+    EXPECT_LT(d, kTolerance) << archs[i];
   }
 }
 
@@ -193,10 +195,10 @@ TEST(ResNet, TorchSaveStateDictLoadsWithTheSameLogits) {
   test::TempDir dir;
   const auto path = dir / "torchvision_resnet18.pt";
   const int classes = 7;
-  const auto theirs = reference("save", "18 " + std::to_string(classes) + " " +
+  const auto theirs = reference("save", "resnet18 " + std::to_string(classes) + " " +
                                             std::to_string(kSize) + " '" + path.string() + "'");
   ASSERT_EQ(theirs.size(), 1u);
-  auto m = make(18, classes);
+  auto m = make("resnet18", classes);
   train::load_state_dict(*m, path);
   EXPECT_EQ(m->named_buffers()["bn1.num_batches_tracked"].item<int64_t>(), 3);
   const double d = relative_difference(eval_logits(m), parse_logits(theirs[0]));
@@ -205,7 +207,7 @@ TEST(ResNet, TorchSaveStateDictLoadsWithTheSameLogits) {
 }
 
 TEST(ResNet, InitialisationIsTorchvisions) {
-  auto m = make(18);
+  auto m = make("resnet18");
   const auto params = m->named_parameters();
   // kaiming_normal_(mode='fan_out', nonlinearity='relu'): std = sqrt(2 / (out * k * k)).
   const auto w = params["conv1.weight"];
@@ -221,12 +223,12 @@ TEST(ResNet, InitialisationIsTorchvisions) {
 }
 
 TEST(ResNet, ZeroInitResidualZeroesTheLastNormOfEachBlock) {
-  for (int depth : {18, 50}) {
+  for (const std::string arch : {"resnet18", "resnet50"}) {
     ResNetOptions o;
-    o.depth = depth;
+    o.arch = arch;
     o.zero_init_residual = true;
     ResNet m(o);
-    const std::string last = depth == 50 ? ".bn3.weight" : ".bn2.weight";
+    const std::string last = arch == "resnet50" ? ".bn3.weight" : ".bn2.weight";
     int zeroed = 0;
     for (const auto& p : m->named_parameters()) {
       const auto& name = p.key();
@@ -240,18 +242,18 @@ TEST(ResNet, ZeroInitResidualZeroesTheLastNormOfEachBlock) {
         EXPECT_TRUE(torch::equal(p.value(), torch::full_like(p.value(), weight ? 1 : 0))) << name;
       }
     }
-    EXPECT_EQ(zeroed, depth == 18 ? 8 : 16) << "one per block";
+    EXPECT_EQ(zeroed, arch == "resnet18" ? 8 : 16) << "one per block";
   }
 }
 
 TEST(ResNet, SyncBatchNormHasBatchNormNames) {
   ResNetOptions o;
-  o.depth = 18;
+  o.arch = "resnet18";
   auto batch = ResNet(o);
   o.norm = Norm::kSync;
   o.sync_all_reduce = [](torch::Tensor&) {};  // one rank
   auto sync = ResNet(o);
-  EXPECT_EQ(listing(sync, 18), listing(batch, 18));
+  EXPECT_EQ(listing(sync, "resnet18"), listing(batch, "resnet18"));
   // One rank: the same function as BatchNorm2d in training mode too.  In double precision, as
   // layer4's norms see only 2x2x2 values per channel here and amplify float32 rounding.
   {
@@ -270,7 +272,7 @@ TEST(ResNet, SyncBatchNormHasBatchNormNames) {
 }
 
 TEST(ResNet, CloneIsAClassifierWithTheSameWeights) {
-  auto m = make(18, 10);
+  auto m = make("resnet18", 10);
   randomize_norms(m);
   const auto copy = m->clone();
   auto& c = classifier_of(*copy);
@@ -289,27 +291,21 @@ TEST(ResNet, BadOptionsAndNamesThrow) {
     change(o);
     EXPECT_THROW(ResNet{o}, Error);
   };
-  bad([](ResNetOptions& o) { o.depth = 101; });
-  bad([](ResNetOptions& o) { o.depth = 0; });
+  bad([](ResNetOptions& o) { o.arch = "resnet20"; });
+  bad([](ResNetOptions& o) { o.arch = ""; });
   bad([](ResNetOptions& o) { o.classes = 1; });
   bad([](ResNetOptions& o) { o.in_channels = 0; });
   bad([](ResNetOptions& o) { o.norm = Norm::kNone; });
   bad([](ResNetOptions& o) { o.norm = Norm::kSync; });  // without a distributed job
   try {
     ResNetOptions o;
-    o.depth = 20;
+    o.arch = "resnet20";
     ResNet m(o);
-    FAIL() << "depth 20 accepted";
+    FAIL() << "resnet20 accepted";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "ResNet: depth must be 18, 34 or 50 (got 20)");
+    EXPECT_STREQ(e.what(), "unknown ResNet 'resnet20' (resnet18, resnet34, resnet50)");
   }
   EXPECT_EQ(resnet_names(), (std::vector<std::string>{"resnet18", "resnet34", "resnet50"}));
-  EXPECT_EQ(resnet_depth_from_name("resnet18"), 18);
-  EXPECT_EQ(resnet_depth_from_name("resnet34"), 34);
-  EXPECT_EQ(resnet_depth_from_name("resnet50"), 50);
-  EXPECT_THROW(resnet_depth_from_name("resnet101"), Error);
-  EXPECT_THROW(resnet_depth_from_name("resnet"), Error);
-  EXPECT_THROW(resnet_depth_from_name("thinnet"), Error);
 }
 
 }  // namespace

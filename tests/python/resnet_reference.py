@@ -2,14 +2,15 @@
 answer to OUT (stderr stays free for torchvision's warnings).  The input for logits is the one the C++
 test builds: sin(0.7 * i) over i = 0 .. 2*3*SIZE*SIZE-1, shaped [2, 3, SIZE, SIZE].
 usage:
-  resnet_reference.py state OUT DEPTH...
-      per depth, for resnetNN(num_classes=1000): "resnetNN params COUNT", then "param NAME SHAPE" in
-      named_parameters() order and "buffer NAME SHAPE" in named_buffers() order (SHAPE as 64x3x7x7)
-  resnet_reference.py logits OUT CLASSES SIZE DEPTH:STATE_DICT...
-      loads each state_dict (saved by faster) into resnetNN(num_classes=CLASSES) with strict=True
+  resnet_reference.py state OUT ARCH...
+      per architecture (torchvision.models.ARCH, e.g. resnet50, num_classes=1000): "ARCH params
+      COUNT", then "param NAME SHAPE" in named_parameters() order and "buffer NAME SHAPE" in
+      named_buffers() order (SHAPE as 64x3x7x7)
+  resnet_reference.py logits OUT CLASSES SIZE ARCH:STATE_DICT...
+      loads each state_dict (saved by faster) into ARCH(num_classes=CLASSES) with strict=True
       and writes one line of its eval-mode logits
-  resnet_reference.py save OUT DEPTH CLASSES SIZE STATE_DICT
-      saves resnetNN(num_classes=CLASSES), its BatchNorm state randomised, with torch.save, and
+  resnet_reference.py save OUT ARCH CLASSES SIZE STATE_DICT
+      saves ARCH(num_classes=CLASSES), its BatchNorm state randomised, with torch.save, and
       writes its eval-mode logits"""
 import sys
 
@@ -17,8 +18,8 @@ import torch
 import torchvision
 
 
-def model(depth, classes):
-    return getattr(torchvision.models, f'resnet{depth}')(num_classes=classes)
+def model(arch, classes):
+    return getattr(torchvision.models, arch)(num_classes=classes)
 
 
 def shape(t):
@@ -36,22 +37,22 @@ def logits(net, size):
 def main(mode, out, *args):
     lines = []
     if mode == 'state':
-        for depth in args:
-            net = model(depth, 1000)
-            lines.append(f'resnet{depth} params {sum(p.numel() for p in net.parameters())}')
+        for arch in args:
+            net = model(arch, 1000)
+            lines.append(f'{arch} params {sum(p.numel() for p in net.parameters())}')
             lines += [f'param {k} {shape(v)}' for k, v in net.named_parameters()]
             lines += [f'buffer {k} {shape(v)}' for k, v in net.named_buffers()]
     elif mode == 'logits':
         classes, size = int(args[0]), int(args[1])
         for job in args[2:]:
-            depth, path = job.split(':', 1)
-            net = model(depth, classes)
+            arch, path = job.split(':', 1)
+            net = model(arch, classes)
             net.load_state_dict(torch.load(path), strict=True)
             lines.append(logits(net, size))
     elif mode == 'save':
-        depth, classes, size, path = args[0], int(args[1]), int(args[2]), args[3]
+        arch, classes, size, path = args[0], int(args[1]), int(args[2]), args[3]
         torch.manual_seed(0)
-        net = model(depth, classes)
+        net = model(arch, classes)
         with torch.no_grad():
             for m in net.modules():
                 if isinstance(m, torch.nn.BatchNorm2d):

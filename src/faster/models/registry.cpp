@@ -37,7 +37,7 @@ SpeedNetOptions speednet_options(const ModelOptions& o) {
 
 Model make_resnet(const std::string& name, const ModelOptions& o) {
   ResNetOptions r;
-  r.depth = resnet_depth_from_name(name);
+  r.arch = name;
   r.classes = o.classes;
   r.in_channels = o.in_channels;
   r.zero_init_residual = o.zero_init_residual;

@@ -18,19 +18,23 @@ namespace nn = torch::nn;
 
 namespace {
 
-// torchvision's table: the block type and the block counts of layer1..layer4 for each depth.
+// torchvision's table: the block type and the block counts of layer1..layer4 for each model.
 struct Architecture {
-  int depth;
+  const char* name;
   bool bottleneck;
   std::array<int, 4> blocks;
 };
-constexpr Architecture kArchitectures[] = {
-    {18, false, {2, 2, 2, 2}}, {34, false, {3, 4, 6, 3}}, {50, true, {3, 4, 6, 3}}};
+constexpr Architecture kArchitectures[] = {{"resnet18", false, {2, 2, 2, 2}},
+                                           {"resnet34", false, {3, 4, 6, 3}},
+                                           {"resnet50", true, {3, 4, 6, 3}}};
 
-const Architecture& architecture(int depth) {
-  for (const auto& a : kArchitectures)
-    if (a.depth == depth) return a;
-  FASTER_THROW("ResNet: depth must be 18, 34 or 50 (got ", depth, ")");
+const Architecture& architecture(const std::string& name) {
+  std::string names;
+  for (const auto& a : kArchitectures) {
+    if (name == a.name) return a;
+    names += (names.empty() ? "" : ", ") + std::string(a.name);
+  }
+  FASTER_THROW("unknown ResNet '", name, "' (", names, ")");
 }
 
 // A bias-free convolution padded to keep the size at stride 1 (torchvision's conv1, conv3x3 and
@@ -169,7 +173,7 @@ nn::Sequential make_layer(int& in, int planes, int blocks, int stride, const Res
 }  // namespace
 
 ResNetImpl::ResNetImpl(const ResNetOptions& options) : options_(options) {
-  architecture(options.depth);  // throws on an unknown depth
+  architecture(options.arch);  // throws on an unknown name
   if (options.classes < 2)
     FASTER_THROW("ResNet: needs at least 2 classes (got ", options.classes, ")");
   if (options.in_channels < 1)
@@ -182,7 +186,7 @@ ResNetImpl::ResNetImpl(const ResNetOptions& options) : options_(options) {
 
 void ResNetImpl::reset() {
   const auto& o = options_;
-  const auto& arch = architecture(o.depth);
+  const auto& arch = architecture(o.arch);
   conv1_ = register_module("conv1", conv(o.in_channels, 64, 7, 2));
   bn1_ = norm_layer(64, o);
   register_module("bn1", bn1_.ptr());
@@ -243,14 +247,8 @@ bool resnet_lever(const std::string& lever) {
 
 std::vector<std::string> resnet_names() {
   std::vector<std::string> names;
-  for (const auto& a : kArchitectures) names.push_back("resnet" + std::to_string(a.depth));
+  for (const auto& a : kArchitectures) names.push_back(a.name);
   return names;
-}
-
-int resnet_depth_from_name(const std::string& name) {
-  for (const auto& a : kArchitectures)
-    if (name == "resnet" + std::to_string(a.depth)) return a.depth;
-  FASTER_THROW("unknown ResNet '", name, "' (resnet18, resnet34 or resnet50)");
 }
 
 }  // namespace faster::models

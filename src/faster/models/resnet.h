@@ -22,7 +22,7 @@
 namespace faster::models {
 
 struct ResNetOptions {
-  int depth = 50;  // 18 or 34 (BasicBlock), 50 (Bottleneck)
+  std::string arch = "resnet50";  // one of resnet_names()
   int classes = 1000;
   int in_channels = 3;
   // Zero the last BatchNorm weight of every residual block, so each block starts as the identity.
@@ -75,9 +75,7 @@ class ResNetImpl : public torch::nn::Cloneable<ResNetImpl>, public Classifier {
 };
 TORCH_MODULE(ResNet);
 
-// The registry's names of the depths above: "resnet18", "resnet34", "resnet50".
+// The architectures faster builds, by torchvision's names: "resnet18", "resnet34", "resnet50".
 std::vector<std::string> resnet_names();
-// "resnet18" -> 18, "resnet34" -> 34, "resnet50" -> 50; throws faster::Error on any other name.
-int resnet_depth_from_name(const std::string& name);
 
 }  // namespace faster::models
