@@ -1,6 +1,7 @@
-// ResNet-18/34/50 against torchvision (tests/python/resnet_reference.py): parameter counts, state
-// names and shapes, and weights that move both ways (faster -> torchvision, torch.save -> faster)
-// giving the same eval-mode logits.  The Python halves skip where torchvision is not installed.
+// torchvision's ResNets, ResNeXts and wide ResNets against torchvision
+// (tests/python/resnet_reference.py): parameter counts, state names and shapes, and weights that
+// move both ways (faster -> torchvision, torch.save -> faster) giving the same eval-mode logits.
+// The Python halves skip where torchvision is not installed.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -8,6 +9,7 @@
 #include <sstream>
 
 #include "faster/core/error.h"
+#include "faster/models/registry.h"
 #include "faster/models/resnet.h"
 #include "faster/train/checkpoint.h"
 #include "support/test_support.h"
@@ -117,7 +119,11 @@ void randomize_norms(ResNet& m) {
 TEST(ResNet, OutputShapesAndTorchvisionParameterCounts) {
   // torchvision's published parameter counts (1000 classes).
   const std::vector<std::pair<std::string, int64_t>> published{
-      {"resnet18", 11689512}, {"resnet34", 21797672}, {"resnet50", 25557032}};
+      {"resnet18", 11689512},         {"resnet34", 21797672},         {"resnet50", 25557032},
+      {"resnet101", 44549160},        {"resnet152", 60192808},        {"resnext50_32x4d", 25028904},
+      {"resnext101_32x8d", 88791336}, {"resnext101_64x4d", 83455272}, {"wide_resnet50_2", 68883240},
+      {"wide_resnet101_2", 126886696}};
+  EXPECT_EQ(resnet_names().size(), published.size());
   for (const auto& [arch, params] : published) {
     auto m = make(arch);
     EXPECT_EQ(count(m), params) << arch;
@@ -134,7 +140,7 @@ TEST(ResNet, OutputShapesAndTorchvisionParameterCounts) {
 
 TEST(ResNet, StateNamesShapesAndOrderAreTorchvisions) {
   REQUIRE_TORCHVISION();
-  const std::vector<std::string> archs{"resnet18", "resnet34", "resnet50"};
+  const auto archs = resnet_names();
   std::string names;
   for (const auto& arch : archs) names += " " + arch;
   const auto theirs = reference("state", names);
@@ -162,7 +168,9 @@ TEST(ResNet, SavedWeightsLoadIntoTorchvisionWithTheSameLogits) {
   REQUIRE_TORCHVISION();
   test::TempDir dir;
   const int classes = 10;
-  const std::vector<std::string> archs{"resnet18", "resnet34", "resnet50"};
+  // Each kind: BasicBlock (18, 34), Bottleneck (50), deeper (101), grouped (ResNeXt), wider.
+  const std::vector<std::string> archs{"resnet18",  "resnet34",        "resnet50",
+                                       "resnet101", "resnext50_32x4d", "wide_resnet50_2"};
   std::string jobs;
   std::vector<torch::Tensor> ours;
   for (const auto& arch : archs) {
@@ -285,6 +293,36 @@ TEST(ResNet, CloneIsAClassifierWithTheSameWeights) {
   EXPECT_TRUE(torch::equal(model.forward(fixed_input()), eval_logits(m)));
 }
 
+// What `faster eval --weights` and a resume read from a state_dict's shapes alone: every
+// architecture back by its name (the depth from the layers' lengths, ResNeXt's groups and the
+// width from the first 3x3), the classes and input channels too.
+TEST(ResNet, ArchitectureIsInferredFromTheStateShapes) {
+  for (const auto& arch : resnet_names()) {
+    ResNetOptions o;
+    o.arch = arch, o.classes = 7, o.in_channels = 1;
+    std::map<std::string, std::vector<int64_t>> shapes;
+    for (const auto& p : ResNet(o)->named_parameters()) shapes[p.key()] = p.value().sizes().vec();
+    const auto back = infer_model_options(shapes, "test");
+    EXPECT_EQ(back.name, arch);
+    EXPECT_EQ(back.classes, 7) << arch;
+    EXPECT_EQ(back.in_channels, 1) << arch;
+  }
+  // A layer4 one block short is no architecture faster builds: named as such.
+  ResNetOptions o;
+  o.arch = "resnet50";
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto& p : ResNet(o)->named_parameters())
+    if (p.key().rfind("layer4.2.", 0) != 0) shapes[p.key()] = p.value().sizes().vec();
+  try {
+    infer_model_options(shapes, "w.pt");
+    FAIL() << "a 3,4,6,2 ResNet inferred";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "w.pt: a ResNet of blocks 3,4,6,2 (Bottleneck, 1 groups of 64) is none of "
+                 "torchvision's that faster builds");
+  }
+}
+
 TEST(ResNet, BadOptionsAndNamesThrow) {
   const auto bad = [](auto change) {
     ResNetOptions o;
@@ -303,9 +341,14 @@ TEST(ResNet, BadOptionsAndNamesThrow) {
     ResNet m(o);
     FAIL() << "resnet20 accepted";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "unknown ResNet 'resnet20' (resnet18, resnet34, resnet50)");
+    EXPECT_EQ(std::string(e.what()).rfind("unknown ResNet 'resnet20' (resnet18, resnet34, ", 0), 0u)
+        << e.what();
   }
-  EXPECT_EQ(resnet_names(), (std::vector<std::string>{"resnet18", "resnet34", "resnet50"}));
+  EXPECT_EQ(resnet_names().front(), "resnet18");
+  EXPECT_EQ(resnet_name_of(true, {3, 4, 23, 3}, 32, 8), "resnext101_32x8d");
+  EXPECT_EQ(resnet_name_of(true, {3, 4, 6, 3}, 1, 128), "wide_resnet50_2");
+  EXPECT_EQ(resnet_name_of(false, {2, 2, 2, 2}, 1, 64), "resnet18");
+  EXPECT_EQ(resnet_name_of(true, {3, 4, 5, 3}, 1, 64), "");
 }
 
 }  // namespace

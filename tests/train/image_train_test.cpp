@@ -280,6 +280,26 @@ TEST(ImageTrain, TorchvisionLoadsTheSavedWeightsAndEvalReadsThemBack) {
   }
 }
 
+// torchvision's larger family trains from the command line too: a ResNeXt (grouped 3x3s) one
+// epoch at 32 px, and eval tells it from its weights' shapes and scores them as the run did.
+TEST(ImageTrain, AResNeXtTrainsAndEvalTellsItFromItsWeights) {
+  REQUIRE_FASHION_MNIST();
+  test::TempDir t;
+  const auto tree = exported(200).string();
+  auto r = test::run_faster("train --data " + tree +
+                            " --model resnext50_32x4d --res 32 --batch 32 --device cpu "
+                            "--workers 2 --epochs 1 --save " +
+                            (t / "x.pt").string() + " --json " + (t / "r.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = test::run_faster("eval --data " + tree + " --device cpu --val-res 32 --json " +
+                       (t / "e.json").string() + " --weights " + (t / "x.pt").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto e = read_json(t / "e.json");
+  EXPECT_EQ(e["model"], "resnext50_32x4d");
+  EXPECT_DOUBLE_EQ(e["top1"].get<double>(),
+                   read_json(t / "r.json")["final_test_accuracy"].get<double>());
+}
+
 // A ThinNet trained on Fashion-MNIST's arrays (1 channel) scores the same images exported as gray
 // JPEGs (they decode to gray for it): within 3 points (6 images of 200; the JPEGs lose under a
 // grey level on average) of its score on the arrays.  It was refused ("3-channel images").

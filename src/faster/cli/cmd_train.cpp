@@ -145,8 +145,10 @@ void add_train(CLI::App& root, int& exit_code) {
       "train",
       "Train an image classifier: ThinNet on a small dataset (default: Fashion-MNIST from "
       "Debian's dataset-fashion-mnist), or a ResNet on JPEG folders / LMDB (--data ROOT with "
-      "train/ and val/, --model resnet18|resnet34|resnet50).  Evaluates top-1/top-5 every "
-      "--eval-every epochs; --checkpoint/--resume, --save (torchvision's names), --log-dir.");
+      "train/ and val/, --model resnet18|resnet34|resnet50|resnet101|resnet152|resnext50_32x4d|"
+      "resnext101_32x8d|resnext101_64x4d|wide_resnet50_2|wide_resnet101_2).  Evaluates "
+      "top-1/top-5 every --eval-every epochs; --checkpoint/--resume, --save (torchvision's "
+      "names), --log-dir.");
   flags->cmd = cmd;
   add_train_flags(cmd, *flags);
   cmd->callback([flags, &exit_code] { exit_code = run_train(*flags); });

@@ -325,8 +325,9 @@ void check_flag_pairs(const TrainFlags& f) {
         data::kMaxSide);
   for (const char* flag : {"--blocks", "--filters"})
     if (models::family(o.model) == models::Family::kResNet && f.given(flag))
-      FASTER_USAGE_ERROR(flag, " shapes thinnet and speednet; ", o.model,
-                         " has torchvision's layers (--model resnet18|resnet34|resnet50)");
+      FASTER_USAGE_ERROR(
+          flag, " shapes thinnet and speednet; ", o.model,
+          " has torchvision's layers (resnet18 ... resnet152, resnext*, wide_resnet*)");
   if (f.given("--stem-dims")) check_at_least("--stem-dims", o.stem_dims, 0);
   models::validate_thinnet_shape(o.blocks, o.filters);
   // Flags that only mean something with another: refused rather than ignored.

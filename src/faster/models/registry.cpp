@@ -66,6 +66,14 @@ CpuTrainMemory resnet_cpu_memory(const std::string& name) {
   if (name == "resnet18") return {600 * MB, 31 * MB};    // 722 MB at 4, 1,583 MB at 32
   if (name == "resnet34") return {980 * MB, 33 * MB};    // 1,108 MB, 2,021 MB
   if (name == "resnet50") return {1120 * MB, 108 * MB};  // 1,552 MB, 4,565 MB
+  // The same way, 2026-12-07 (a folder of 32 `faster synth` JPEGs, one epoch):
+  if (name == "resnet101") return {1722 * MB, 144 * MB};         // 2,297 MB, 6,323 MB
+  if (name == "resnet152") return {2188 * MB, 207 * MB};         // 3,014 MB, 8,800 MB
+  if (name == "resnext50_32x4d") return {1132 * MB, 129 * MB};   // 1,650 MB, 5,276 MB
+  if (name == "resnext101_32x8d") return {3099 * MB, 301 * MB};  // 4,302 MB, 12,723 MB
+  if (name == "resnext101_64x4d") return {2767 * MB, 329 * MB};  // 4,083 MB, 13,298 MB
+  if (name == "wide_resnet50_2") return {2684 * MB, 119 * MB};   // 3,161 MB, 6,501 MB
+  if (name == "wide_resnet101_2") return {4519 * MB, 191 * MB};  // 5,283 MB, 10,630 MB
   return {};
 }
 
@@ -181,12 +189,27 @@ ModelOptions infer_model_options(const std::map<std::string, std::vector<int64_t
   if (fc.size() != 2) FASTER_THROW(where, ": no fc.weight of a classifier");
   o.classes = static_cast<int>(fc[0]);
   if (shape("conv1.weight").size() == 4 && shape("layer4.0.conv1.weight").size() == 4) {
-    // torchvision's ResNets: Bottleneck blocks have a conv3; 18 and 34 differ in layer3's length.
-    int layer3 = 0;
-    while (shapes.count("layer3." + std::to_string(layer3) + ".conv1.weight")) ++layer3;
-    o.name = shapes.count("layer1.0.conv3.weight") ? "resnet50"
-             : layer3 == 2                         ? "resnet18"
-                                                   : "resnet34";
+    // torchvision's ResNets: Bottleneck blocks have a conv3, the layers' lengths tell the depth,
+    // and the first 3x3's shape [width, width / groups, 3, 3] a ResNeXt's or wide ResNet's
+    // groups and width per group (layer1's planes are 64: width = width_per_group x groups).
+    std::array<int, 4> blocks{};
+    for (int l = 0; l < 4; ++l)
+      while (shapes.count("layer" + std::to_string(l + 1) + "." + std::to_string(blocks[l]) +
+                          ".conv1.weight"))
+        ++blocks[l];
+    const bool bottleneck = shapes.count("layer1.0.conv3.weight") > 0;
+    const auto& conv2 = shape("layer1.0.conv2.weight");
+    const int width = conv2.size() == 4 ? static_cast<int>(conv2[0]) : 0;
+    const int groups =
+        conv2.size() == 4 && conv2[1] > 0 ? static_cast<int>(conv2[0] / conv2[1]) : 0;
+    o.name = resnet_name_of(bottleneck, blocks, groups, groups > 0 ? width / groups : 0);
+    if (o.name.empty())
+      FASTER_THROW(where, ": a ResNet of blocks ", blocks[0], ",", blocks[1], ",", blocks[2], ",",
+                   blocks[3], bottleneck ? " (Bottleneck" : " (BasicBlock",
+                   bottleneck ? ", " + std::to_string(groups) + " groups of " +
+                                    std::to_string(groups > 0 ? width / groups : 0) + ")"
+                              : std::string(")"),
+                   " is none of torchvision's that faster builds");
     o.in_channels = static_cast<int>(shape("conv1.weight")[1]);
     return o;
   }
@@ -221,7 +244,8 @@ ModelOptions infer_model_options(const std::map<std::string, std::vector<int64_t
     return o;
   }
   FASTER_THROW(where,
-               ": its names match no model faster knows (ResNet-18/34/50, ThinNet, SpeedNet)");
+               ": its names match no model faster knows (torchvision's ResNets, ResNeXts and wide "
+               "ResNets, ThinNet, SpeedNet)");
 }
 
 }  // namespace faster::models

@@ -18,15 +18,27 @@ namespace nn = torch::nn;
 
 namespace {
 
-// torchvision's table: the block type and the block counts of layer1..layer4 for each model.
+// torchvision's table: the block type, the block counts of layer1..layer4, and a Bottleneck's
+// 3x3 convolution's groups and width per group (ResNeXt's cardinality and width, a wide ResNet's
+// doubled width; 1 and 64 for plain ResNets).
 struct Architecture {
   const char* name;
   bool bottleneck;
   std::array<int, 4> blocks;
+  int groups = 1, width_per_group = 64;
 };
-constexpr Architecture kArchitectures[] = {{"resnet18", false, {2, 2, 2, 2}},
-                                           {"resnet34", false, {3, 4, 6, 3}},
-                                           {"resnet50", true, {3, 4, 6, 3}}};
+constexpr Architecture kArchitectures[] = {
+    {"resnet18", false, {2, 2, 2, 2}},
+    {"resnet34", false, {3, 4, 6, 3}},
+    {"resnet50", true, {3, 4, 6, 3}},
+    {"resnet101", true, {3, 4, 23, 3}},
+    {"resnet152", true, {3, 8, 36, 3}},
+    {"resnext50_32x4d", true, {3, 4, 6, 3}, 32, 4},
+    {"resnext101_32x8d", true, {3, 4, 23, 3}, 32, 8},
+    {"resnext101_64x4d", true, {3, 4, 23, 3}, 64, 4},
+    {"wide_resnet50_2", true, {3, 4, 6, 3}, 1, 128},
+    {"wide_resnet101_2", true, {3, 4, 23, 3}, 1, 128},
+};
 
 const Architecture& architecture(const std::string& name) {
   std::string names;
@@ -39,8 +51,12 @@ const Architecture& architecture(const std::string& name) {
 
 // A bias-free convolution padded to keep the size at stride 1 (torchvision's conv1, conv3x3 and
 // conv1x1), initialised as torchvision does: kaiming_normal_(mode='fan_out', nonlinearity='relu').
-nn::Conv2d conv(int in, int out, int kernel, int stride) {
-  nn::Conv2d c(nn::Conv2dOptions(in, out, kernel).stride(stride).padding(kernel / 2).bias(false));
+nn::Conv2d conv(int in, int out, int kernel, int stride, int groups = 1) {
+  nn::Conv2d c(nn::Conv2dOptions(in, out, kernel)
+                   .stride(stride)
+                   .padding(kernel / 2)
+                   .groups(groups)
+                   .bias(false));
   nn::init::kaiming_normal_(c->weight, 0, torch::kFanOut, torch::kReLU);
   return c;
 }
@@ -129,7 +145,9 @@ class BasicBlockImpl : public ResidualBlock<BasicBlockImpl> {
 };
 TORCH_MODULE(BasicBlock);
 
-// ResNet-50's block: 1x1 reduce, 3x3 (with the stride: v1.5), 1x1 expand to 4x the planes.
+// ResNet-50's block: 1x1 reduce, 3x3 (with the stride: v1.5), 1x1 expand to 4x the planes.  The
+// 3x3 works at planes x width_per_group / 64 x groups channels, in `groups` groups (ResNeXt, wide
+// ResNets), as torchvision's Bottleneck.
 class BottleneckImpl : public ResidualBlock<BottleneckImpl> {
  public:
   static constexpr int kExpansion = 4;
@@ -139,11 +157,13 @@ class BottleneckImpl : public ResidualBlock<BottleneckImpl> {
   }
   void reset() override {
     const int out = planes_ * kExpansion;
-    conv1_ = register_module("conv1", conv(in_, planes_, 1, 1));
-    bn1_ = add_norm("bn1", planes_);
-    conv2_ = register_module("conv2", conv(planes_, planes_, 3, stride_));
-    bn2_ = add_norm("bn2", planes_);
-    conv3_ = register_module("conv3", conv(planes_, out, 1, 1));
+    const auto& arch = architecture(options_.arch);
+    const int width = planes_ * arch.width_per_group / 64 * arch.groups;
+    conv1_ = register_module("conv1", conv(in_, width, 1, 1));
+    bn1_ = add_norm("bn1", width);
+    conv2_ = register_module("conv2", conv(width, width, 3, stride_, arch.groups));
+    bn2_ = add_norm("bn2", width);
+    conv3_ = register_module("conv3", conv(width, out, 1, 1));
     bn3_ = add_norm("bn3", out);
     add_shortcut(out, bn3_);
   }
@@ -249,6 +269,15 @@ std::vector<std::string> resnet_names() {
   std::vector<std::string> names;
   for (const auto& a : kArchitectures) names.push_back(a.name);
   return names;
+}
+
+std::string resnet_name_of(bool bottleneck, const std::array<int, 4>& blocks, int groups,
+                           int width_per_group) {
+  for (const auto& a : kArchitectures)
+    if (a.bottleneck == bottleneck && a.blocks == blocks &&
+        (!bottleneck || (a.groups == groups && a.width_per_group == width_per_group)))
+      return a.name;
+  return "";
 }
 
 }  // namespace faster::models

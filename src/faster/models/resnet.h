@@ -1,7 +1,9 @@
-// ResNet-18/34/50 as torchvision builds them (torchvision/models/resnet.py, "v1.5": a Bottleneck
-// strides on its 3x3 conv).  Module names, state names and shapes, initialisation and forward are
-// torchvision's, so a state_dict saved here loads into torchvision.models.resnetNN(num_classes=K)
-// with strict=True, and one saved there loads here.
+// torchvision's ResNets (resnet18/34/50/101/152), ResNeXts (resnext50_32x4d, resnext101_32x8d,
+// resnext101_64x4d) and wide ResNets (wide_resnet50_2, wide_resnet101_2) as torchvision builds them
+// (torchvision/models/resnet.py, "v1.5": a Bottleneck strides on its 3x3 conv).  Module names,
+// state names and shapes, initialisation and forward are torchvision's, so a state_dict saved here
+// loads into torchvision.models.resnetNN(num_classes=K) with strict=True, and one saved there loads
+// here.
 #pragma once
 
 #include <torch/nn/cloneable.h>
@@ -75,7 +77,11 @@ class ResNetImpl : public torch::nn::Cloneable<ResNetImpl>, public Classifier {
 };
 TORCH_MODULE(ResNet);
 
-// The architectures faster builds, by torchvision's names: "resnet18", "resnet34", "resnet50".
+// The architectures faster builds, by torchvision's names: "resnet18", ..., "wide_resnet101_2".
 std::vector<std::string> resnet_names();
+// The name of the architecture with these blocks per layer and 3x3 groups and width per group
+// (what a state_dict's shapes tell); empty where none has them.
+std::string resnet_name_of(bool bottleneck, const std::array<int, 4>& blocks, int groups,
+                           int width_per_group);
 
 }  // namespace faster::models
