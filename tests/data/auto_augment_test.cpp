@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <sstream>
 
@@ -151,9 +153,11 @@ TEST(AutoAugment, PoliciesAreTorchvisionsTables) {
   const int h = 48, w = 64;
   const auto r = test::run_python(R"(
 from torchvision.transforms import TrivialAugmentWide, RandAugment, AutoAugment, AutoAugmentPolicy
+from torchvision.transforms import AugMix
 spaces = {"ta_wide": TrivialAugmentWide()._augmentation_space(31),
           "ra": RandAugment()._augmentation_space(31, (48, 64)),
-          "imagenet": AutoAugment()._augmentation_space(10, (48, 64))}
+          "imagenet": AutoAugment()._augmentation_space(10, (48, 64)),
+          "augmix": AugMix()._augmentation_space(10, (48, 64))}
 for policy, space in spaces.items():
     for name, (mags, signed) in space.items():
         vals = [float(v) for v in mags.flatten().tolist()] if mags.ndim > 0 else []
@@ -175,8 +179,9 @@ for (a, pa, ma), (b, pb, mb) in AutoAugment(AutoAugmentPolicy.IMAGENET).policies
       const auto policy = parse_enum(kAutoAugmentNames, policy_name, "policy");
       const auto op = parse_enum(kAugmentOpNames, op_name, "op");
       seen[policy].push_back(op);
-      const auto space =
-          op_space(policy, op, policy == AutoAugmentPolicy::kImagenet ? 10 : 31, h, w);
+      const bool ten =
+          policy == AutoAugmentPolicy::kImagenet || policy == AutoAugmentPolicy::kAugMix;
+      const auto space = op_space(policy, op, ten ? 10 : 31, h, w);
       ASSERT_EQ(static_cast<int>(space.magnitudes.size()), count) << policy_name << " " << op_name;
       if (count > 0) EXPECT_EQ(space.signed_, is_signed != 0) << policy_name << " " << op_name;
       for (int k = 0; k < count; ++k) {
@@ -204,8 +209,129 @@ for (a, pa, ma), (b, pb, mb) in AutoAugment(AutoAugmentPolicy.IMAGENET).policies
   }
   EXPECT_EQ(pair, imagenet_policy().size());
   for (const auto policy : {AutoAugmentPolicy::kTrivialAugmentWide, AutoAugmentPolicy::kRandAugment,
-                            AutoAugmentPolicy::kImagenet})
+                            AutoAugmentPolicy::kImagenet, AutoAugmentPolicy::kAugMix})
     EXPECT_EQ(seen[policy], policy_ops(policy)) << enum_name(kAutoAugmentNames, policy);
+}
+
+// torchvision's AugMix.forward itself, fed faster's draws (its Dirichlet samples through the
+// _sample_dirichlet its tests override, its torch.randint calls from the same draws in its order:
+// each chain's depth, then each op's index, strength bin and sign) and strengths, against
+// faster's AugMix on the same images: severities 3 (train.py's default) and 10, unflipped and
+// flipped.
+TEST(AutoAugment, AugMixIsTorchvisionsForwardGivenTheSameDraws) {
+  if (!test::have_python_module("torchvision")) GTEST_SKIP() << "no Python torchvision";
+  const auto imgs = images();
+  c10::Dict<std::string, torch::Tensor> saved;
+  const auto chw = [](const ImageBuffer& b) {
+    return torch::from_blob(const_cast<uint8_t*>(b.data()), {b.height(), b.width(), b.channels()},
+                            torch::kByte)
+        .permute({2, 0, 1})
+        .clone();
+  };
+  const auto ops = policy_ops(AutoAugmentPolicy::kAugMix);
+  int cases = 0;
+  AugmentBuffers buffers;
+  for (size_t i = 0; i < imgs.size(); ++i) {
+    saved.insert("img" + std::to_string(i), chw(imgs[i]));
+    // faster's strengths for this image (torch.linspace's own agree to a float32 ulp, as the
+    // machine's vector width rounds them: PoliciesAreTorchvisionsTables), so that a colour op's
+    // blend of near-equal images, v * (ratio + (1 - ratio)), truncates alike.
+    for (const AugmentOp op : ops) {
+      const auto space = op_space(AutoAugmentPolicy::kAugMix, op, 10, imgs[i].height(),
+                                  imgs[i].width());
+      saved.insert("space" + std::to_string(i) + enum_name(kAugmentOpNames, op),
+                   space.magnitudes.empty() ? torch::zeros({}, torch::kDouble)
+                                            : torch::tensor(space.magnitudes, torch::kDouble));
+    }
+    for (const int severity : {3, 10})
+      for (int k = 0; k < 12; ++k) {
+        const auto& im = imgs[i];
+        AutoAugmentOptions o;
+        o.policy = AutoAugmentPolicy::kAugMix;
+        o.augmix_severity = severity;
+        SampleRng rng(11, severity, static_cast<int64_t>(i) * 100 + k);
+        const AugMixDraw d = draw_augmix(o, im.height(), im.width(), rng);
+        ImageBuffer out;
+        out.reshape(im.width(), im.height(), im.channels());
+        std::memcpy(out.data(), im.data(),
+                    static_cast<size_t>(im.width()) * im.height() * im.channels());
+        const bool flip = k % 4 == 3;
+        apply_augmix(d, flip, /*bilinear=*/true, out, buffers);
+        // torch.randint's values in the order AugMix.forward draws them.
+        std::vector<int64_t> draws;
+        for (const auto& chain : d.chains) {
+          draws.push_back(static_cast<int64_t>(chain.size()));
+          for (const auto& a : chain) {
+            draws.push_back(std::find(ops.begin(), ops.end(), a.op) - ops.begin());
+            const auto space = op_space(o.policy, a.op, 10, im.height(), im.width());
+            if (space.magnitudes.empty()) continue;
+            const auto bin =
+                std::find(space.magnitudes.begin(), space.magnitudes.end(), std::abs(a.magnitude)) -
+                space.magnitudes.begin();
+            ASSERT_LT(bin, severity) << a.magnitude;
+            draws.push_back(bin);
+            if (space.signed_) draws.push_back(std::signbit(a.magnitude) ? 1 : 0);
+          }
+        }
+        const auto c = std::to_string(cases++);
+        saved.insert("out" + c, chw(out));
+        saved.insert("draws" + c, torch::tensor(draws, torch::kLong));
+        saved.insert("beta" + c, torch::tensor({d.original, d.augmented}).view({1, 2}));
+        saved.insert("dirichlet" + c, torch::tensor(d.dirichlet).view({1, -1}));
+        saved.insert("case" + c, torch::tensor({int64_t(i), int64_t(severity), int64_t(flip)}));
+      }
+  }
+  const test::TempDir dir;
+  const auto bytes = torch::pickle_save(saved);
+  test::write_file(dir.path() / "augmix.pt", std::string(bytes.begin(), bytes.end()));
+  const auto r = test::run_python(R"(
+from torchvision.transforms import AugMix, InterpolationMode
+import torchvision.transforms.functional as F
+t = torch.load(path)
+real_randint = torch.randint
+k = 0
+while f"out{k}" in t:
+    i, severity, flip = t[f"case{k}"].tolist()
+    queue = t[f"draws{k}"].tolist()
+    draws = list(queue)
+    torch.randint = lambda *a, **kw: torch.tensor([queue.pop(0)])
+    aug = AugMix(severity=severity, interpolation=InterpolationMode.BILINEAR)
+    theirs = aug._augmentation_space(10, tuple(t[f"img{i}"].shape[1:]))
+    space = {name: (t[f"space{i}{name}"], signed) for name, (_, signed) in theirs.items()}
+    aug._augmentation_space = lambda bins, size: space
+    dirichlet = [t[f"beta{k}"], t[f"dirichlet{k}"]]
+    aug._sample_dirichlet = lambda params: dirichlet.pop(0)
+    img = t[f"img{i}"]
+    ref = aug(F.hflip(img) if flip else img)
+    torch.randint = real_randint
+    assert not queue and not dirichlet, (k, queue)
+    d = (ref.int() - t[f"out{k}"].int()).abs()
+    print("case", k, d.max().item(), (d > 1).float().mean().item(), (d > 0).float().mean().item())
+    if (d > 0).float().mean().item() > 0.01:
+        print("#", k, draws, t[f"beta{k}"].tolist(), t[f"dirichlet{k}"].tolist(), file=sys.stderr)
+    k += 1
+)",
+                                  dir.path() / "augmix.pt");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::istringstream in(r.output);
+  std::string word;
+  int k = 0, worst = 0, n = 0, worst_all = 0;
+  double far = 0, off = 0, far_all = 0, off_all = 0;
+  while (in >> word >> k >> worst >> far >> off) {
+    ++n;
+    worst_all = std::max(worst_all, worst), far_all = std::max(far_all, far);
+    off_all = std::max(off_all, off);
+    // Each op is within a level of torchvision's on a few values (EveryOpIsTorchvisions...), and
+    // the mix truncates alike: at most 1 % of values differ (measured: 0.22 %).  Through a chain
+    // of three, a level can cross a threshold (Solarize, Posterize, Equalize's bins), so a few
+    // values differ by more: at most 0.2 % (measured: 0.03 %, by 3 levels).
+    EXPECT_LE(off, 0.01) << "case " << k;
+    EXPECT_LE(far, 0.002) << "case " << k;
+  }
+  EXPECT_EQ(n, cases) << r.output;
+  std::printf(
+      "AugMix: at most %.2f %% of values differ, %.2f %% by more than a level (at most %d)\n",
+      100 * off_all, 100 * far_all, worst_all);
 }
 
 TEST(AutoAugment, DrawsFollowThePolicies) {
@@ -254,6 +380,54 @@ TEST(AutoAugment, DrawsFollowThePolicies) {
   for (const auto& [a, b] : imagenet_policy()) mean_p += a.p + b.p;
   mean_p /= imagenet_policy().size();
   EXPECT_NEAR(total / 2000.0, mean_p, 0.06);
+  // AugMix: the original's weight Beta(1, 1) (uniform: mean 1/2, variance 1/12), the chains'
+  // Dirichlet(1, 1, 1) (each a third on average, summing to 1), 1-3 ops per chain evenly, its 13
+  // ops evenly, strength bins below the severity, evenly.
+  o.policy = AutoAugmentPolicy::kAugMix;
+  o.augmix_severity = 4;
+  constexpr int kMixes = 6000;
+  double sum = 0, sum_sq = 0, first = 0;
+  std::map<int, int> depths, bins;
+  std::map<AugmentOp, int> augmix_ops;
+  for (int i = 0; i < kMixes; ++i) {
+    SampleRng r(4, 0, i);
+    const auto d = draw_augmix(o, 32, 48, r);
+    sum += d.original, sum_sq += d.original * d.original;
+    EXPECT_NEAR(d.original + d.augmented, 1.0, 1e-6);
+    ASSERT_EQ(d.dirichlet.size(), 3u);
+    EXPECT_NEAR(d.dirichlet[0] + d.dirichlet[1] + d.dirichlet[2], 1.0, 1e-6);
+    first += d.dirichlet[0];
+    ASSERT_EQ(d.chains.size(), 3u);
+    for (const auto& chain : d.chains) {
+      ++depths[static_cast<int>(chain.size())];
+      for (const auto& a : chain) {
+        ++augmix_ops[a.op];
+        const auto space = op_space(o.policy, a.op, 10, 32, 48);
+        if (space.magnitudes.empty()) continue;
+        const auto bin =
+            std::find(space.magnitudes.begin(), space.magnitudes.end(), std::abs(a.magnitude)) -
+            space.magnitudes.begin();
+        if (a.op != AugmentOp::kPosterize) ++bins[static_cast<int>(bin)];  // its bins repeat
+      }
+    }
+  }
+  const double mean = sum / kMixes;
+  EXPECT_NEAR(mean, 0.5, 0.02);  // 5 sigma of sqrt(1/12 / 6000) = 0.0037: 0.019
+  EXPECT_NEAR(sum_sq / kMixes - mean * mean, 1.0 / 12, 0.006);
+  EXPECT_NEAR(first / kMixes, 1.0 / 3, 0.015);  // Beta(1, 2): sd 0.236 / sqrt(6000) = 0.003
+  EXPECT_EQ(depths.size(), 3u);
+  for (const auto& [depth, count] : depths) EXPECT_NEAR(count, kMixes, 5 * 77) << depth;
+  EXPECT_EQ(augmix_ops.size(), 13u);
+  int all_ops = 0;
+  for (const auto& [op, count] : augmix_ops) all_ops += count;
+  for (const auto& [op, count] : augmix_ops)
+    EXPECT_NEAR(count, all_ops / 13.0, 5 * std::sqrt(all_ops / 13.0))
+        << enum_name(kAugmentOpNames, op);
+  EXPECT_EQ(bins.size(), 4u);
+  int all_bins = 0;
+  for (const auto& [bin, count] : bins) all_bins += count;
+  for (const auto& [bin, count] : bins)
+    EXPECT_NEAR(count, all_bins / 4.0, 5 * std::sqrt(all_bins / 4.0)) << bin;
 }
 
 }  // namespace

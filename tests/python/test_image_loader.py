@@ -95,6 +95,12 @@ def test_auto_augment_follows_seed_and_leaves_validation_alone(photos):
     # One of 14 ops per image (Identity among them): most images change, the crops stay.
     changed = sum(int(not torch.equal(a, b)) for x, y in zip(plain, ta) for a, b in zip(x, y))
     assert changed > len(plain) * 12 // 2
+    # AugMix: every image a mix of itself and three chains, the same for the same seed.
+    mix = batches(auto_augment="augmix", augmix_severity=5)
+    assert all(torch.equal(x, y) for x, y in zip(mix, batches(auto_augment="augmix",
+                                                             augmix_severity=5)))
+    changed = sum(int(not torch.equal(a, b)) for x, y in zip(plain, mix) for a, b in zip(x, y))
+    assert changed > len(plain) * 12 * 9 // 10
     val = faster.ImageLoader(photos / "val", 8, train=False, res=32, normalize=False,
                              auto_augment="ra")
     ref = faster.ImageLoader(photos / "val", 8, train=False, res=32, normalize=False)
@@ -232,7 +238,10 @@ def test_a_missing_root_or_an_empty_class_is_file_not_found(tmp_path, photos):
     (dict(rank=2, world_size=2), ValueError, "rank must be between 0 and 1"),
     (dict(decode="nvjpeg", device="cpu"), ValueError, "decode nvjpeg needs a CUDA device"),
     (dict(workers="many"), TypeError, "workers must be an int"),
-    (dict(auto_augment="augmix"), ValueError, "auto_augment must be none, ta_wide, ra or imagenet"),
+    (dict(auto_augment="augmax"), ValueError,
+     "auto_augment must be none, ta_wide, ra, imagenet or augmix"),
+    (dict(auto_augment="augmix", augmix_severity=11), ValueError,
+     "augmix_severity must be between 1 and 10"),
     (dict(ra_magnitude=31), ValueError, "ra_magnitude must be between 0 and 30"),
     (dict(ra_reps=-1), ValueError, "ra_reps must be between 0 and 256"),
     (dict(wokers=2), TypeError, "unexpected keyword argument 'wokers'"),

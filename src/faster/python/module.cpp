@@ -85,7 +85,8 @@ const std::vector<Keyword>& keywords() {
        [](R& r, py::handle v) { r.flip = as<bool>(v, "flip", "a bool"); }},
       {"auto_augment",
        "train: torchvision's policy after each crop and flip, 'ta_wide' (TrivialAugmentWide), "
-       "'ra' (RandAugment), 'imagenet' (AutoAugment's) or 'none', on the CPU threads",
+       "'ra' (RandAugment), 'imagenet' (AutoAugment's), 'augmix' (AugMix) or 'none', on the CPU "
+       "threads",
        [](const R& r) {
          return py::cast(enum_name(data::kAutoAugmentNames, r.data.auto_augment.policy));
        },
@@ -96,6 +97,11 @@ const std::vector<Keyword>& keywords() {
        [](const R& r) { return py::cast(r.data.auto_augment.ra_magnitude); },
        [](R& r, py::handle v) {
          r.data.auto_augment.ra_magnitude = as<int>(v, "ra_magnitude", "an int");
+       }},
+      {"augmix_severity", "AugMix's strength, the first N of 10 bins (1-10)",
+       [](const R& r) { return py::cast(r.data.auto_augment.augmix_severity); },
+       [](R& r, py::handle v) {
+         r.data.auto_augment.augmix_severity = as<int>(v, "augmix_severity", "an int");
        }},
       {"ra_reps",
        "train: torchvision's repeated-augmentation sampler (RASampler), each image this many "

@@ -92,6 +92,7 @@ void validate(const DataOptions& o) {
   if (o.val_resize != 0)
     check_range("--val-resize", o.val_resize, std::max(o.val_res, 8), 2 * data::kMaxSide);
   check_range("--ra-magnitude", o.auto_augment.ra_magnitude, 0, 30);
+  check_range("--augmix-severity", o.auto_augment.augmix_severity, 1, 10);
   check_range("--ra-reps", o.ra_reps, 0, 256);
   if (o.last_batch == data::LastBatch::kPad)
     FASTER_USAGE_ERROR("--last-batch must be keep or drop (padding is for evaluation batches)");

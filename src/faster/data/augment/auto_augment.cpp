@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <random>
 
 #include "faster/core/error.h"
 
@@ -23,11 +24,11 @@ std::vector<double> linspace(double start, double end, int steps) {
   return v;
 }
 
-// 8 - (arange(bins) / ((bins - 1) / divisor)).round(): Posterize's bits.
-std::vector<double> posterize_bits(int bins, double divisor) {
+// top - (arange(bins) / ((bins - 1) / divisor)).round(): Posterize's bits (top 8, AugMix's 4).
+std::vector<double> posterize_bits(int bins, double divisor, int top) {
   std::vector<double> v(bins);
   const float d = static_cast<float>((bins - 1) / divisor);
-  for (int i = 0; i < bins; ++i) v[i] = 8 - std::nearbyint(static_cast<float>(i) / d);
+  for (int i = 0; i < bins; ++i) v[i] = top - std::nearbyint(static_cast<float>(i) / d);
   return v;
 }
 
@@ -44,6 +45,16 @@ struct Blend {
     return to_uint8(ax + by);
   }
 };
+
+// A horizontal flip in place.
+void mirror(ImageBuffer& image) {
+  const int w = image.width(), c = image.channels();
+  for (int y = 0; y < image.height(); ++y) {
+    uint8_t* row = image.row(y);
+    for (int a = 0, b = w - 1; a < b; ++a, --b)
+      for (int k = 0; k < c; ++k) std::swap(row[a * c + k], row[b * c + k]);
+  }
+}
 
 // rgb_to_grayscale of a uint8 pixel: (0.2989 r + 0.587 g + 0.114 b) in float32, truncated.
 uint8_t gray(const uint8_t* p) {
@@ -209,6 +220,10 @@ void equalize(const ImageView& src, const MutableImageView& dst) {
 
 std::vector<AugmentOp> policy_ops(AutoAugmentPolicy policy) {
   using A = AugmentOp;
+  if (policy == AutoAugmentPolicy::kAugMix)  // its all_ops space, in its order: no Identity
+    return {A::kShearX,    A::kShearY,   A::kTranslateX,   A::kTranslateY, A::kRotate,
+            A::kPosterize, A::kSolarize, A::kAutoContrast, A::kEqualize,   A::kBrightness,
+            A::kColor,     A::kContrast, A::kSharpness};
   std::vector<AugmentOp> ops{A::kIdentity,     A::kShearX,    A::kShearY,     A::kTranslateX,
                              A::kTranslateY,   A::kRotate,    A::kBrightness, A::kColor,
                              A::kContrast,     A::kSharpness, A::kPosterize,  A::kSolarize,
@@ -222,15 +237,19 @@ std::vector<AugmentOp> policy_ops(AutoAugmentPolicy policy) {
 
 OpSpace op_space(AutoAugmentPolicy policy, AugmentOp op, int bins, int height, int width) {
   const bool wide = policy == AutoAugmentPolicy::kTrivialAugmentWide;
+  const bool augmix = policy == AutoAugmentPolicy::kAugMix;
   const double shear = wide ? 0.99 : 0.3, color = wide ? 0.99 : 0.9, rotate = wide ? 135.0 : 30.0;
+  const auto translate = [&](int side) {
+    return wide ? 32.0 : augmix ? side / 3.0 : 150.0 / 331.0 * side;
+  };
   switch (op) {
     case AugmentOp::kShearX:
     case AugmentOp::kShearY:
       return {linspace(0, shear, bins), true};
     case AugmentOp::kTranslateX:
-      return {linspace(0, wide ? 32.0 : 150.0 / 331.0 * width, bins), true};
+      return {linspace(0, translate(width), bins), true};
     case AugmentOp::kTranslateY:
-      return {linspace(0, wide ? 32.0 : 150.0 / 331.0 * height, bins), true};
+      return {linspace(0, translate(height), bins), true};
     case AugmentOp::kRotate:
       return {linspace(0, rotate, bins), true};
     case AugmentOp::kBrightness:
@@ -239,7 +258,7 @@ OpSpace op_space(AutoAugmentPolicy policy, AugmentOp op, int bins, int height, i
     case AugmentOp::kSharpness:
       return {linspace(0, color, bins), true};
     case AugmentOp::kPosterize:
-      return {posterize_bits(bins, wide ? 6 : 4), false};
+      return {posterize_bits(bins, wide ? 6 : 4, augmix ? 4 : 8), false};
     case AugmentOp::kSolarize:
       return {linspace(255, 0, bins), false};
     default:
@@ -306,6 +325,8 @@ std::vector<AppliedOp> draw_ops(const AutoAugmentOptions& o, int height, int wid
       }
       break;
     }
+    case AutoAugmentPolicy::kAugMix:
+      FASTER_CHECK(false, "draw_ops: AugMix mixes chains (draw_augmix)");
     case AutoAugmentPolicy::kImagenet: {
       const auto& policy = imagenet_policy();
       const auto& pair = policy[rng.integer(0, static_cast<int64_t>(policy.size()) - 1)];
@@ -382,14 +403,7 @@ bool apply_ops(const std::vector<AppliedOp>& ops, bool flip, bool bilinear, Imag
   if (std::all_of(ops.begin(), ops.end(),
                   [](const AppliedOp& a) { return a.op == AugmentOp::kIdentity; }))
     return false;
-  if (flip) {  // torchvision flips before it augments
-    const int w = image.width(), c = image.channels();
-    for (int y = 0; y < image.height(); ++y) {
-      uint8_t* row = image.row(y);
-      for (int a = 0, b = w - 1; a < b; ++a, --b)
-        for (int k = 0; k < c; ++k) std::swap(row[a * c + k], row[b * c + k]);
-    }
-  }
+  if (flip) mirror(image);  // torchvision flips before it augments
   for (const auto& op : ops) {
     if (op.op == AugmentOp::kIdentity) continue;
     scratch.reshape(image.width(), image.height(), image.channels());
@@ -397,6 +411,91 @@ bool apply_ops(const std::vector<AppliedOp>& ops, bool flip, bool bilinear, Imag
     std::swap(image, scratch);
   }
   return true;
+}
+
+namespace {
+// Gamma(alpha) draws from a SampleRng, through the standard library's distribution.
+struct RngBits {
+  using result_type = uint64_t;
+  SampleRng& rng;
+  static constexpr result_type min() { return 0; }
+  static constexpr result_type max() { return ~result_type{0}; }
+  result_type operator()() { return rng.next_u64(); }
+};
+
+// A Dirichlet draw of n parameters alpha (torch._sample_dirichlet: Gammas over their sum), as
+// float32.
+std::vector<float> dirichlet(double alpha, int n, SampleRng& rng) {
+  RngBits bits{rng};
+  std::gamma_distribution<double> gamma(alpha, 1.0);
+  std::vector<double> g(n);
+  double sum = 0;
+  for (double& v : g) sum += v = gamma(bits);
+  std::vector<float> out(n);
+  for (int i = 0; i < n; ++i) out[i] = static_cast<float>(sum > 0 ? g[i] / sum : 1.0 / n);
+  return out;
+}
+
+}  // namespace
+
+AugMixDraw draw_augmix(const AutoAugmentOptions& o, int height, int width, SampleRng& rng) {
+  constexpr int kBins = 10;  // AugMix's _PARAMETER_MAX
+  AugMixDraw d;
+  const auto beta = dirichlet(o.alpha, 2, rng);
+  d.original = beta[0], d.augmented = beta[1];
+  d.dirichlet = dirichlet(o.alpha, o.mixture_width, rng);
+  const auto ops = policy_ops(AutoAugmentPolicy::kAugMix);
+  for (int i = 0; i < o.mixture_width; ++i) {
+    const int depth = o.chain_depth > 0 ? o.chain_depth : static_cast<int>(rng.integer(1, 3));
+    auto& chain = d.chains.emplace_back();
+    for (int k = 0; k < depth; ++k) {
+      const AugmentOp op = ops[rng.integer(0, static_cast<int64_t>(ops.size()) - 1)];
+      const auto space = op_space(AutoAugmentPolicy::kAugMix, op, kBins, height, width);
+      double m = 0;
+      if (!space.magnitudes.empty()) m = space.magnitudes[rng.integer(0, o.augmix_severity - 1)];
+      if (space.signed_ && rng.coin()) m = -m;
+      chain.push_back({op, m});
+    }
+  }
+  return d;
+}
+
+void apply_augmix(const AugMixDraw& d, bool flip, bool bilinear, ImageBuffer& image,
+                  AugmentBuffers& b) {
+  if (flip) mirror(image);  // torchvision flips before it augments
+  const size_t n = static_cast<size_t>(image.width()) * image.height() * image.channels();
+  b.mix.resize(n);
+  // mix = m[0] * image, then += (dirichlet[i] * m[1]) * chain_i, each product rounded to float32
+  // (ImageBuffer's rows are contiguous).
+  const uint8_t* src = image.data();
+  for (size_t k = 0; k < n; ++k) b.mix[k] = d.original * static_cast<float>(src[k]);
+  for (size_t i = 0; i < d.chains.size(); ++i) {
+    b.chain.reshape(image.width(), image.height(), image.channels());
+    std::memcpy(b.chain.data(), src, n);
+    for (const auto& op : d.chains[i]) {
+      b.scratch.reshape(image.width(), image.height(), image.channels());
+      apply_op(op, b.chain.view(), b.scratch.mutable_view(), bilinear);
+      std::swap(b.chain, b.scratch);
+    }
+    const float w = d.dirichlet[i] * d.augmented;
+    const uint8_t* aug = b.chain.data();
+    for (size_t k = 0; k < n; ++k) {
+      const float term = w * static_cast<float>(aug[k]);
+      b.mix[k] += term;
+    }
+  }
+  uint8_t* out = image.data();
+  for (size_t k = 0; k < n; ++k) out[k] = to_uint8(b.mix[k]);
+}
+
+bool augment_image(const AutoAugmentOptions& o, SampleRng& rng, bool flip, ImageBuffer& image,
+                   AugmentBuffers& b) {
+  if (o.policy == AutoAugmentPolicy::kAugMix) {
+    apply_augmix(draw_augmix(o, image.height(), image.width(), rng), flip, o.bilinear, image, b);
+    return true;
+  }
+  return apply_ops(draw_ops(o, image.height(), image.width(), rng), flip, o.bilinear, image,
+                   b.scratch);
 }
 
 }  // namespace faster::data

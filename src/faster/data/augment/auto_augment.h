@@ -19,17 +19,25 @@
 
 namespace faster::data {
 
-enum class AutoAugmentPolicy { kNone, kTrivialAugmentWide, kRandAugment, kImagenet };
+enum class AutoAugmentPolicy { kNone, kTrivialAugmentWide, kRandAugment, kImagenet, kAugMix };
 inline constexpr EnumName<AutoAugmentPolicy> kAutoAugmentNames[] = {
     {"none", AutoAugmentPolicy::kNone},
     {"ta_wide", AutoAugmentPolicy::kTrivialAugmentWide},
     {"ra", AutoAugmentPolicy::kRandAugment},
-    {"imagenet", AutoAugmentPolicy::kImagenet}};
+    {"imagenet", AutoAugmentPolicy::kImagenet},
+    {"augmix", AutoAugmentPolicy::kAugMix}};
 
 struct AutoAugmentOptions {
   AutoAugmentPolicy policy = AutoAugmentPolicy::kNone;
   int ra_magnitude = 9;  // RandAugment's strength, a bin of 31 (torchvision's --ra-magnitude)
   int ra_ops = 2;        // RandAugment's ops per image
+  // AugMix (torchvision's defaults): strengths drawn from the first `augmix_severity` of 10 bins
+  // (--augmix-severity, 1-10), `mixture_width` chains of 1-3 ops (chain_depth <= 0) or of
+  // chain_depth ops, mixed by Dirichlet(alpha) weights, the original by a Beta(alpha, alpha) one.
+  int augmix_severity = 3;
+  int mixture_width = 3;
+  int chain_depth = -1;
+  double alpha = 1.0;
   bool bilinear = true;  // the geometric ops' sampling: bilinear (train.py's) or nearest
   bool on() const { return policy != AutoAugmentPolicy::kNone; }
 };
@@ -106,5 +114,31 @@ void apply_op(const AppliedOp& op, const ImageView& src, const MutableImageView&
 // `scratch`; false where there is nothing to do (no op but Identity: `image` as it was, unflipped).
 bool apply_ops(const std::vector<AppliedOp>& ops, bool flip, bool bilinear, ImageBuffer& image,
                ImageBuffer& scratch);
+
+// A worker's scratch for the policies.
+struct AugmentBuffers {
+  ImageBuffer scratch, chain;
+  std::vector<float> mix;
+};
+
+// AugMix's draws for one image: the original's weight and its chains' (float32, as torch samples
+// them: the chains' are Dirichlet draws times the augmented share, 1 - original), each chain's
+// ops.
+struct AugMixDraw {
+  float original = 1;
+  std::vector<float> dirichlet;  // the chains' Dirichlet draw, before the share
+  float augmented = 0;           // the Beta draw's other part
+  std::vector<std::vector<AppliedOp>> chains;
+};
+AugMixDraw draw_augmix(const AutoAugmentOptions& o, int height, int width, SampleRng& rng);
+// AugMix.forward on `image` (rewritten, mirrored first where `flip`): the original and each
+// chain's result weighted, summed in float32 in torch's order, truncated to uint8.
+void apply_augmix(const AugMixDraw& d, bool flip, bool bilinear, ImageBuffer& image,
+                  AugmentBuffers& b);
+
+// Draws `o`'s policy for `image` (the crop as resized) from `rng` and applies it after the flip;
+// false where nothing was done (`image` as it was, unflipped).
+bool augment_image(const AutoAugmentOptions& o, SampleRng& rng, bool flip, ImageBuffer& image,
+                   AugmentBuffers& b);
 
 }  // namespace faster::data

@@ -63,7 +63,8 @@ struct ImageLoader::Worker {
   JpegDecoder decoder;
   PngDecoder png;
   Resampler resampler;
-  ImageBuffer decoded, resized, scratch;
+  ImageBuffer decoded, resized;
+  AugmentBuffers augment;  // the policies' scratch
   Sample sample;
 };
 
@@ -483,8 +484,7 @@ bool ImageLoader::load_sample(Worker& w, int64_t draw, int64_t epoch, Slot& slot
     }
     if (augments()) {  // after the crop and its flip, as torchvision's transforms run
       SampleRng rng(options_.sampler.seed ^ kAutoAugmentStream, epoch, draw);
-      const auto ops = draw_ops(options_.auto_augment, height_, width_, rng);
-      if (apply_ops(ops, flip, options_.auto_augment.bilinear, w.resized, w.scratch))
+      if (augment_image(options_.auto_augment, rng, flip, w.resized, w.augment))
         flip = false, image = w.resized.view();
     }
     const int64_t per_image = int64_t{channels_} * height_ * width_;
