@@ -10,8 +10,10 @@
 #include <cmath>
 #include <filesystem>
 #include <future>
+#include <regex>
 #include <sstream>
 
+#include "data/image_trees.h"
 #include "faster/cli/train_flags.h"
 #include "faster/data/augment/crop_params.h"
 #include "faster/models/registry.h"
@@ -20,6 +22,7 @@
 #include "faster/train/schedule.h"
 #include "faster/train/sgd.h"
 #include "faster/train/stepper.h"
+#include "faster/train/torchvision_weights.h"
 #include "support/test_support.h"
 
 namespace faster {
@@ -290,15 +293,33 @@ const std::string kSmall =
 
 TEST(TorchvisionFlags, ItsReadmeResNet18LineRunsWithItsDefaults) {
   REQUIRE_FASHION_MNIST();
-  // torchvision's README: train.py --model resnet18 (its defaults: batch 32, SGD 0.1, steplr).
+  // torchvision's README: train.py --model resnet18 (its defaults: batch 32, SGD 0.1, steplr),
+  // with the flags of train.py that change nothing here (each said so) and --print-freq.
   const auto data = test::exported_fashion_mnist(200);
   const auto r =
-      test::run_faster("train --data-path " + data.string() + " --model resnet18" + kSmall);
+      test::run_faster("train --data-path " + data.string() + " --model resnet18" + kSmall +
+                       " --print-freq 2 --cache-dataset --backend Tensor --use-v2 "
+                       "--transformer-embedding-decay 0 --world-size 1 --dist-url "
+                       "env:// --start-epoch 0");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("recipe torchvision: resnet18, 1 epoch, batch 32, SGD lr 0.1"),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("steplr per epoch"), std::string::npos) << r.output;
+  for (const auto& f : cli::kInertTorchvisionFlags)
+    EXPECT_NE(r.output.find(std::string("(") + f.flag + ": " + f.instead + ")"), std::string::npos)
+        << f.flag << "\n"
+        << r.output;
+  // A progress line at every second step (7 training batches, then the test's), and none between.
+  for (const int step : {2, 4, 6, 8})
+    EXPECT_TRUE(std::regex_search(r.output, std::regex(" " + std::to_string(step) + "/\\d+ batch")))
+        << step << "\n"
+        << r.output;
+  for (const int step : {1, 3, 5})
+    EXPECT_FALSE(
+        std::regex_search(r.output, std::regex(" " + std::to_string(step) + "/\\d+ batch")))
+        << step << "\n"
+        << r.output;
 }
 
 TEST(TorchvisionFlags, OptAndSchedulerNamesInAnyCaseAsTorchvisionReadsThem) {
@@ -310,12 +331,15 @@ TEST(TorchvisionFlags, OptAndSchedulerNamesInAnyCaseAsTorchvisionReadsThem) {
   const auto json = (dir.path() / "run.json").string();
   const auto r = test::run_faster("train --data-path " + data.string() +
                                   " --model resnet18 --opt SGD_Nesterov --lr-scheduler "
-                                  "CosineAnnealingLR --json " +
+                                  "CosineAnnealingLR --auto-augment augmix --augmix-severity 4 "
+                                  "--json " +
                                   json + kSmall);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("cosineannealinglr per epoch"), std::string::npos) << r.output;
   const auto options = nlohmann::json::parse(test::read_file(json))["options"];
   EXPECT_TRUE(options["nesterov"].get<bool>()) << options.dump();
+  EXPECT_EQ(options["auto_augment"], "augmix") << options.dump();
+  EXPECT_EQ(options["augmix_severity"], 4) << options.dump();
   // A name faster lacks is still refused in any case, named as torchvision would read it.
   const auto bad = test::run_faster("train --device cpu --data-path /nonexistent --opt AdamW");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
@@ -516,7 +540,7 @@ TEST(TorchvisionFlags, TheStrongResNet50LineRunsItsRepeatedAugmentationUnderDdp)
   ASSERT_EQ(ddp.exit_code, 0) << ddp.output;
   const auto report = nlohmann::json::parse(test::read_file(dir.path() / "ddp.json"));
   EXPECT_EQ(report["options"]["ra_reps"], 4);
-  EXPECT_EQ(report["epochs"][0]["train_images"], 768) << report["epochs"].dump();  // the job's
+  EXPECT_EQ(report["epochs"][0]["train_images"], 768) << report["epochs"].dump();      // the job's
   EXPECT_EQ(report["epochs"][0]["loader"]["images"], 384) << report["epochs"].dump();  // rank 0's
   const auto one = test::run_faster(line + " --json " + (dir.path() / "one.json").string());
   ASSERT_EQ(one.exit_code, 0) << one.output;
@@ -528,13 +552,205 @@ TEST(TorchvisionFlags, TheStrongResNet50LineRunsItsRepeatedAugmentationUnderDdp)
   EXPECT_EQ(alone["epochs"][0]["train_images"], 1000) << alone["epochs"].dump();
 }
 
+// --- torchvision's pretrained weights by name (--weights) -----------------------------------
+
+// Each name's file, evaluation resize and crop, and DEFAULT, as torchvision's enums hold them; the
+// cache folder as torch.hub.get_dir() reads the environment.
+TEST(TorchvisionWeights, NamesFilesAndResizesAreTorchvisionsOwn) {
+  if (!test::have_python_module("torchvision")) GTEST_SKIP() << "no Python torchvision";
+  const test::TempDir dir;
+  const auto r = test::run_python(R"(
+import torchvision.models.resnet as R
+for n in sorted(dir(R)):
+    if n.endswith("_Weights"):
+        E = getattr(R, n)
+        for m in E:
+            t = m.transforms()
+            print("entry", f"{n}.{m.name}", m.url.rsplit("/", 1)[1], t.resize_size[0],
+                  t.crop_size[0], m.meta["categories"].__len__())
+        print("entry", f"{n}.DEFAULT", E.DEFAULT.url.rsplit("/", 1)[1], 0, 0, 0)
+)",
+                                  dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::istringstream in(r.output);
+  std::string word, name, file;
+  int resize = 0, crop = 0, classes = 0, entries = 0;
+  while (in >> word >> name >> file >> resize >> crop >> classes) {
+    ASSERT_EQ(word, "entry") << r.output;
+    ASSERT_TRUE(train::is_weights_name(name)) << name;
+    const auto w = train::torchvision_weights(name);
+    EXPECT_EQ(w.file, file) << name;
+    EXPECT_EQ(w.url(), "https://download.pytorch.org/models/" + file);
+    if (name.find(".DEFAULT") == std::string::npos) {
+      EXPECT_EQ(w.name, name);
+      EXPECT_EQ(w.resize, resize) << name;
+      EXPECT_EQ(w.crop, crop) << name;
+      EXPECT_EQ(classes, 1000) << name;
+      // Its architecture is faster's model of that name, which torchvision's enum is named for.
+      EXPECT_NO_THROW(models::family(w.arch)) << name;
+    }
+    ++entries;
+  }
+  EXPECT_EQ(entries, 27) << r.output;  // 17 weights of 10 models, and each model's DEFAULT
+  for (const char* text : {"weights.pth", "dir/ResNet50_Weights.IMAGENET1K_V1", "ResNet50_Weights.",
+                           "_Weights.IMAGENET1K_V1", "ResNet50.IMAGENET1K_V1"})
+    EXPECT_FALSE(train::is_weights_name(text)) << text;
+  try {
+    train::torchvision_weights("ResNet50_Weights.IMAGENET1K_V3");
+    ADD_FAILURE() << "an unknown tag passed";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("IMAGENET1K_V1, IMAGENET1K_V2 (or DEFAULT)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(train::torchvision_weights("ViT_B_16_Weights.IMAGENET1K_V1"), UsageError);
+  // The cache folder: $TORCH_HOME, else $XDG_CACHE_HOME/torch, else ~/.cache/torch, as torch's.
+  const char* home = std::getenv("HOME");
+  const std::string saved_home = home ? home : "";
+  for (const std::string env :
+       {"TORCH_HOME=/a/th XDG_CACHE_HOME=/b/xdg HOME=/c/home", "XDG_CACHE_HOME=/b/xdg HOME=/c/home",
+        "HOME=/c/home", "TORCH_HOME=~/th HOME=/c/home"}) {
+    unsetenv("TORCH_HOME");
+    unsetenv("XDG_CACHE_HOME");
+    std::istringstream vars(env);
+    for (std::string kv; vars >> kv;)
+      setenv(kv.substr(0, kv.find('=')).c_str(), kv.substr(kv.find('=') + 1).c_str(), 1);
+    const auto theirs = test::run_shell(
+        "env -u TORCH_HOME -u XDG_CACHE_HOME " + env +
+        " /usr/bin/python3 -c 'import torch.hub; print(torch.hub.get_dir() + \"/checkpoints\")'");
+    ASSERT_EQ(theirs.exit_code, 0) << theirs.output;
+    EXPECT_EQ(train::torch_hub_checkpoints() + "\n", theirs.output) << env;
+  }
+  unsetenv("TORCH_HOME");
+  unsetenv("XDG_CACHE_HOME");
+  setenv("HOME", saved_home.c_str(), 1);
+}
+
+// train.py --test-only --weights NAME, and eval --weights NAME: the file torchvision downloaded
+// into torch's cache, scored at the resize torchvision's transforms for them take (ResNet-50's V2:
+// 232, not 256); a missing file is an error that says where it goes and where it comes from.
+TEST(TorchvisionFlags, WeightsByNameAreScoredFromTorchsCacheAtTheirResize) {
+  if (!test::have_python_module("torchvision")) GTEST_SKIP() << "no Python torchvision";
+  const test::TempDir dir;
+  test::make_tree(dir.path() / "data" / "val", 2, 3);
+  const auto cache = dir.path() / "th" / "hub" / "checkpoints";
+  fs::create_directories(cache);
+  const auto file = cache / "resnet50-11ad3fa6.pth";
+  // A stand-in of the 2 classes here at the name's place (the real one classifies 1000).
+  const auto py = test::run_python(
+      "torch.manual_seed(0)\n"
+      "torch.save(torchvision.models.resnet50(num_classes=2).state_dict(), path)\n",
+      file);
+  ASSERT_EQ(py.exit_code, 0) << py.output;
+  const std::string env = "TORCH_HOME=" + (dir.path() / "th").string();
+  const std::string data = " --data " + (dir.path() / "data").string() + " --device cpu --json ";
+  const auto loss = [&](const std::string& json) {
+    return nlohmann::json::parse(test::read_file(dir.path() / json))["loss"].get<double>();
+  };
+  std::vector<std::string> lines = {
+      "eval --weights ResNet50_Weights.DEFAULT" + data + "(dir)/named.json",
+      "eval --weights " + file.string() + " --val-res 224 --val-resize 232" + data +
+          "(dir)/232.json",
+      "eval --weights " + file.string() + " --val-res 224 --val-resize 256" + data +
+          "(dir)/256.json",
+      "train --data-path " + (dir.path() / "data").string() +
+          " --test-only --weights ResNet50_Weights.IMAGENET1K_V2 --device cpu --json "
+          "(dir)/test_only.json"};
+  for (auto& l : lines) {
+    l.replace(l.find("(dir)"), 5, dir.path().string());
+    const auto r = test::run_faster_env(env, l);
+    ASSERT_EQ(r.exit_code, 0) << l << "\n" << r.output;
+  }
+  EXPECT_DOUBLE_EQ(loss("named.json"), loss("232.json"));
+  EXPECT_DOUBLE_EQ(loss("test_only.json"), loss("232.json"));
+  EXPECT_NE(loss("232.json"), loss("256.json"));  // the resize is seen
+  // No file in the cache: where it goes, and where it comes from.
+  auto r = test::run_faster_env(
+      "TORCH_HOME=" + (dir.path() / "empty").string(),
+      "eval --weights ResNet50_Weights.IMAGENET1K_V1" + data + (dir.path() / "x.json").string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find((dir.path() / "empty/hub/checkpoints/resnet50-0676ba61.pth").string()),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("https://download.pytorch.org/models/resnet50-0676ba61.pth"),
+            std::string::npos)
+      << r.output;
+  // Usage errors before anything is read: an unknown tag, another model's weights.
+  r = test::run_faster_env(env, "eval --weights ResNet50_Weights.IMAGENET1K_V9" + data +
+                                    (dir.path() / "x.json").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("IMAGENET1K_V1, IMAGENET1K_V2"), std::string::npos) << r.output;
+  r = test::run_faster_env(env, "eval --model resnet18 --weights ResNet50_Weights.DEFAULT" + data +
+                                    (dir.path() / "x.json").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("resnet50's, not --model resnet18's"), std::string::npos) << r.output;
+}
+
+// train.py --weights: training starts from them, --model defaulting to theirs; fine-tuning on
+// other classes keeps every layer but the classifier, which starts fresh (train.py would refuse
+// the class count).  A file works as a name does.
+TEST(TorchvisionFlags, TrainingStartsFromWeightsTheirClassifierFreshForOtherClasses) {
+  REQUIRE_FASHION_MNIST();
+  if (!test::have_python_module("torchvision")) GTEST_SKIP() << "no Python torchvision";
+  const auto data = test::exported_fashion_mnist(200);
+  const test::TempDir dir;
+  const auto cache = dir.path() / "th" / "hub" / "checkpoints";
+  fs::create_directories(cache);
+  const auto named = cache / "resnet34-b627a593.pth";
+  auto py = test::run_python(
+      "torch.manual_seed(1)\n"
+      "torch.save(torchvision.models.resnet34().state_dict(), path)\n",
+      named);
+  ASSERT_EQ(py.exit_code, 0) << py.output;
+  // A rate too small to move a weight: what is saved is what the run started from, to 1e-20
+  // (BatchNorm's running statistics and zero biases aside).
+  const std::string line = "train --data-path " + data.string() + " --lr 1e-30 --weight-decay 0" +
+                           kSmall + " --weights ";
+  auto r = test::run_faster_env("TORCH_HOME=" + (dir.path() / "th").string(),
+                                line + "ResNet34_Weights.DEFAULT --save " +
+                                    (dir.path() / "a.pt").string() + " --json " +
+                                    (dir.path() / "a.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("resnet34 (10 classes)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("from ResNet34_Weights.DEFAULT (their 1000-class fc left out: fresh)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(nlohmann::json::parse(test::read_file(dir.path() / "a.json"))["options"]["weights"],
+            "ResNet34_Weights.DEFAULT");
+  // The same from the file faster saved, every layer taken (its fc classifies these 10 classes).
+  r = test::run_faster(line + (dir.path() / "a.pt").string() + " --save " +
+                       (dir.path() / "b.pt").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("left out"), std::string::npos) << r.output;
+  py = test::run_python(R"(
+d = path + "/"
+start, a, b = torch.load(d + "th/hub/checkpoints/resnet34-b627a593.pth"), torch.load(d + "a.pt"), torch.load(d + "b.pt")
+convs = [k for k in start if "conv" in k or "downsample.0" in k]
+assert len(convs) == 36, len(convs)
+for k in convs:  # a weight at zero moves by the rate's 1e-30 times its gradient
+    assert torch.allclose(start[k], a[k], rtol=0, atol=1e-20), k
+    assert torch.allclose(a[k], b[k], rtol=0, atol=1e-20), k
+assert a["fc.weight"].shape == (10, 512) and not torch.equal(a["fc.weight"], start["fc.weight"][:10])
+assert torch.equal(a["fc.weight"], b["fc.weight"])
+print("ok")
+)",
+                        dir.path());
+  EXPECT_EQ(py.exit_code, 0) << py.output;
+  // Weights of another model than --model's.
+  r = test::run_faster(line + (dir.path() / "a.pt").string() + " --model resnet18");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("holds resnet34 weights, not --model resnet18's"), std::string::npos)
+      << r.output;
+}
+
 TEST(TorchvisionFlags, FlagsFasterCannotHonourExitTwoNamingThemselves) {
   std::vector<std::string> lines;
   for (const auto& f : cli::kRefusedTorchvisionFlags)
     lines.push_back(std::string("train --device cpu --data-path /nonexistent ") + f.flag +
                     (f.is_flag ? "" : " 1"));
   for (const auto& bad : {"--opt adamw", "--interpolation bicubic", "--lr-scheduler onecycle",
-                          "--ra-sampler --ra-reps 0"})
+                          "--ra-sampler --ra-reps 0", "--backend opencv",
+                          "--dist-url tcp://10.0.0.1:23456", "--start-epoch 3", "--print-freq -1"})
     lines.push_back(std::string("train --device cpu --data-path /nonexistent ") + bad);
   std::vector<std::future<test::RunResult>> runs;
   for (const auto& l : lines) runs.push_back(std::async(std::launch::async, test::run_faster, l));

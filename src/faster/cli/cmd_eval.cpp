@@ -31,8 +31,15 @@ void add_eval(CLI::App& root, int& exit_code) {
       "eval",
       "Evaluate saved weights: top-1 and top-5 accuracy and the loss on a validation split.  "
       "The architecture and class count are read from the weights (a state_dict written by "
-      "faster train --save or by torchvision, or a faster --checkpoint).");
-  cmd->add_option("--weights", o.weights, "The weights file")->required();
+      "faster train --save or by torchvision, a faster --checkpoint, or torchvision's "
+      "pretrained weights by name).");
+  cmd->add_option("--weights", o.weights,
+                  "The weights file, or torchvision's weights by name (ResNet50_Weights."
+                  "IMAGENET1K_V2, or its DEFAULT) from torch's cache of downloads ($TORCH_HOME/"
+                  "hub/checkpoints; faster downloads nothing), scored as torchvision's transforms "
+                  "for them do (the shorter side to 256 or 232 px, the centre 224) unless "
+                  "--val-res is given")
+      ->required();
   cmd->add_option("--data", o.data,
                   "A root holding val/ (folder of class folders or LMDB), the split itself, or a "
                   "small dataset (its test split)")

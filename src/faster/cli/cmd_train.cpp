@@ -10,6 +10,7 @@
 #include "faster/data/sources/array_dataset.h"
 #include "faster/tools/file_io.h"
 #include "faster/train/parallel/launch.h"
+#include "faster/train/torchvision_weights.h"
 
 namespace faster::cli {
 namespace {
@@ -97,22 +98,29 @@ int print_done(const train::TrainReport& report, const train::TrainOptions& o) {
 int run_test_only(TrainFlags& f) {
   take_torchvision_spellings(f);
   const auto& o = f.o;
-  if (o.resume.empty())
+  if (o.resume.empty() && o.weights.empty())
     FASTER_USAGE_ERROR(
-        "--test-only scores --resume's weights: name the file (a checkpoint or "
-        "weights)");
+        "--test-only scores --resume's weights (a checkpoint or weights file) or --weights' "
+        "(torchvision's by name, or a file): name one");
   train::EvalOptions e;
-  e.weights = o.resume;
+  // As train.py: --resume's weights where given, scored at the resize of --weights' name.
+  e.weights = o.resume.empty() ? o.weights : o.resume;
+  if (!o.resume.empty() && train::is_weights_name(o.weights) && !f.given("--val-res")) {
+    const auto w = train::torchvision_weights(o.weights);
+    e.val_res = w.crop;
+    if (!f.given("--val-resize")) e.val_resize = w.resize;
+  }
   e.data = o.data;
   if (f.given("--model")) e.model = o.model;
   e.device = o.device;
   if (f.given("--batch")) e.batch = o.batch;
   e.workers = o.workers;
-  e.val_res = o.val_res, e.val_resize = o.val_resize;
+  if (e.val_res == 0) e.val_res = o.val_res, e.val_resize = o.val_resize;
   e.decode = o.decode;
   // In float32 whatever --amp says, as train.py's evaluate() runs (no autocast there).
   e.channels_last = o.channels_last;
   if (!data::is_small_dataset(e.data)) ask_for_more_work_queues();
+  for (const auto& note : f.notes) std::printf("(%s)\n", note.c_str());
   return print_eval(train::evaluate(e), o.json);
 }
 

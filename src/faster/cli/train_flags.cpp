@@ -358,12 +358,16 @@ void add_torchvision_flags(CLI::App* cmd, TrainFlags& f) {
       ->capture_default_str();
   add_enum_option(tv, "--auto-augment", o.auto_augment.policy, data::kAutoAugmentNames,
                   "After each training crop and flip: ta_wide (TrivialAugmentWide), ra "
-                  "(RandAugment, --ra-magnitude) or imagenet (AutoAugment's ImageNet policy), "
-                  "torchvision's ops on the CPU (with nvJPEG the training images then decode "
-                  "there too); none: off")
+                  "(RandAugment, --ra-magnitude), imagenet (AutoAugment's ImageNet policy) or "
+                  "augmix (AugMix, --augmix-severity: three chains of 1-3 ops mixed with the "
+                  "image), torchvision's ops on the CPU (with nvJPEG the training images then "
+                  "decode there too); none: off")
       ->default_str("none");
   tv->add_option("--ra-magnitude", o.auto_augment.ra_magnitude,
                  "RandAugment's strength, of 31 bins (0-30)")
+      ->capture_default_str();
+  tv->add_option("--augmix-severity", o.auto_augment.augmix_severity,
+                 "AugMix's strength: its ops' strengths drawn from the first N of 10 bins (1-10)")
       ->capture_default_str();
   tv->add_flag("--ra-sampler", f.ra_sampler,
                "Repeated augmentation, torchvision's RASampler, under DDP as train.py (a single "
@@ -398,20 +402,40 @@ void add_torchvision_flags(CLI::App* cmd, TrainFlags& f) {
                  "After every epoch, write DIR/model_{epoch}.pth and DIR/checkpoint.pth as "
                  "torchvision's train.py does (model, optimizer, lr_scheduler, epoch, args, "
                  "model_ema, scaler), which its --resume reads; ResNets with --lr-scheduler");
+  tv->add_option("--weights", o.weights,
+                 "Start from these weights: torchvision's by name (ResNet50_Weights.IMAGENET1K_V2, "
+                 "or its DEFAULT), read from torch's cache of downloads ($TORCH_HOME/hub/"
+                 "checkpoints: faster downloads nothing), or a file (a state_dict or a faster "
+                 "checkpoint); --model defaults to theirs, and a classifier of another class "
+                 "count starts fresh (fine-tuning).  With --test-only: score them");
   tv->add_flag("--test-only", f.test_only,
                "Score --resume's weights (a faster checkpoint or weights file, or torchvision's "
-               "checkpoint.pth or model_N.pth) on the validation split and stop, as faster "
-               "eval --weights does");
+               "checkpoint.pth or model_N.pth), or --weights', on the validation split and stop, "
+               "as faster eval --weights does (named weights at torchvision's evaluation resize "
+               "for them, unless --val-resize-size or --val-crop-size is given)");
   tv->add_option("--interpolation", f.interpolation,
                  "bilinear (faster's crops and resizes are antialiased bilinear); other modes "
                  "are not in faster");
-  // Taken so that they are refused by name, with what to do instead (resolve_flags).
-  f.refused.resize(std::size(kRefusedTorchvisionFlags));
-  for (size_t i = 0; i < std::size(kRefusedTorchvisionFlags); ++i) {
-    const auto& r = kRefusedTorchvisionFlags[i];
-    auto* opt = r.is_flag ? tv->add_flag(r.flag) : tv->add_option(r.flag, f.refused[i]);
-    opt->group("");  // not in --help: they do nothing but refuse
-  }
+  tv->add_option("--print-freq", o.print_freq,
+                 "Off a terminal (logs, FASTER_PROGRESS=plain), the progress line every N steps "
+                 "instead of every 5 s (on a terminal the bar redraws itself)");
+  tv->add_option("--start-epoch", f.start_epoch,
+                 "With --resume, replaced by the checkpoint's epoch, as in train.py (alone, only "
+                 "0: a run starts at its first epoch)");
+  tv->add_option("--dist-url", f.dist_url,
+                 "env:// only: DDP's rendezvous is torchrun's or Slurm's environment");
+  // Taken so that they are refused by name, with what to do instead (resolve_flags), or said to
+  // change nothing.
+  const auto add_hidden = [&](const auto& table, std::vector<std::string>& values) {
+    values.resize(std::size(table));
+    for (size_t i = 0; i < std::size(table); ++i) {
+      const auto& r = table[i];
+      auto* opt = r.is_flag ? tv->add_flag(r.flag) : tv->add_option(r.flag, values[i]);
+      opt->group("");  // not in --help: docs/training.md lists them
+    }
+  };
+  add_hidden(kRefusedTorchvisionFlags, f.refused);
+  add_hidden(kInertTorchvisionFlags, f.inert);
 }
 
 }  // namespace

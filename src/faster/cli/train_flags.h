@@ -24,19 +24,24 @@ struct RefusedFlag {
   const char* instead;
 };
 inline constexpr RefusedFlag kRefusedTorchvisionFlags[] = {
-    {"--augmix-severity", false, "AugMix is not in faster"},
-    {"--weights", false,
-     "faster train starts from fresh weights; faster eval --weights scores saved ones"},
-    {"--start-epoch", false, "--resume CHECKPOINT goes on from the epoch it holds"},
-    {"--print-freq", false, "faster's progress line updates itself every 2 s"},
-    {"--cache-dataset", true, "faster keeps no dataset cache: its folder scan is the index"},
-    {"--world-size", false, "DDP's world comes from torchrun, Slurm or --parallel ddp --nproc N"},
-    {"--dist-url", false, "DDP's rendezvous comes from torchrun's or Slurm's environment"},
     {"--use-deterministic-algorithms", true,
      "faster's CPU runs are deterministic; on a GPU, cuDNN's algorithms are not pinned"},
-    {"--transformer-embedding-decay", false, "faster's models have no transformer embeddings"},
-    {"--backend", false, "faster decodes with libjpeg-turbo or nvJPEG, not PIL or torchvision"},
-    {"--use-v2", true, "faster's transforms are its own, not torchvision's v1 or v2"},
+};
+
+// train.py's flags that change nothing in faster's run: taken, and said once at the start, why.
+inline constexpr RefusedFlag kInertTorchvisionFlags[] = {
+    {"--cache-dataset", true,
+     "faster keeps no dataset cache: its folder scan (or LMDB's index) is read in moments"},
+    {"--backend", false,
+     "faster decodes with libjpeg-turbo or nvJPEG and applies torchvision's transforms as "
+     "restated in faster, for pil and tensor alike"},
+    {"--use-v2", true,
+     "faster applies torchvision's transforms as restated in faster, v1 or v2 alike"},
+    {"--transformer-embedding-decay", false,
+     "a ResNet has no transformer embeddings, so nothing takes that decay (as in train.py)"},
+    {"--world-size", false,
+     "the world's size is the launcher's (torchrun, Slurm or --nproc), as train.py takes "
+     "torchrun's"},
 };
 
 struct TrainFlags {
@@ -70,6 +75,10 @@ struct TrainFlags {
   std::string opt, interpolation;
   bool test_only = false;  // --test-only: score --resume's weights on the val split (eval)
   std::vector<std::string> refused;  // the values of flags faster refuses by name
+  std::vector<std::string> inert;    // the values of train.py's flags that change nothing
+  std::string dist_url = "env://";
+  int start_epoch = 0;
+  std::vector<std::string> notes;  // said once at the start (print_recipe): flags taken as inert
 
   // Whether the command line gave `flag` (else a recipe or a default decides); --data counts
   // --data-path, its torchvision spelling.

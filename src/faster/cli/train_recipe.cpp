@@ -4,6 +4,7 @@
 // the modes applied (resolve_flags).
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <thread>
 #include <tuple>
@@ -12,6 +13,7 @@
 #include "faster/core/early_context.h"
 #include "faster/core/file.h"
 #include "faster/core/log.h"
+#include "faster/core/text.h"
 #include "faster/models/registry.h"
 #include "faster/models/thinnet.h"
 #include "faster/train/checkpoint.h"
@@ -127,16 +129,21 @@ train::TrainOptions choose_recipe(TrainFlags& f, nlohmann::json& resumed, torch:
   if (!unset("--recipe")) recipe = f.recipe;
   if (!o.resume.empty()) {  // its model unless --model names one, its recipe unless --recipe does
     if (unset("--model")) o.model = resumed.value("model", o.model);
+    if (!o.weights.empty()) {  // as train.py's: the checkpoint's weights replace them
+      log::info("--weights ", o.weights, ": --resume's checkpoint replaces them");
+      o.weights.clear();
+    }
     const std::string saved = resumed.value("recipe", "");
     if (!recipe && !saved.empty()) recipe = parse_enum(train::kRecipeNames, saved, "--recipe");
   } else {
     // A command line in torchvision's spelling takes its train.py's defaults.
     if (!recipe && f.given("--data-path")) recipe = train::Recipe::kTorchvision;
     if (unset("--model"))
-      o.model = recipe == train::Recipe::kTorchvision ? "resnet18"
-                : train::is_speedrun(f.recipe)        ? "speednet"
-                : arrays                              ? "thinnet"
-                                                      : "resnet50";
+      o.model = !o.weights.empty()                      ? train::weights_model(o.weights)
+                : recipe == train::Recipe::kTorchvision ? "resnet18"
+                : train::is_speedrun(f.recipe)          ? "speednet"
+                : arrays                                ? "thinnet"
+                                                        : "resnet50";
   }
   device = train::resolve_device(o.device);
   o.recipe = recipe ? *recipe : train::default_recipe(o.model, device);
@@ -224,6 +231,7 @@ void fill_pipeline(TrainFlags& f, const train::TrainOptions& r) {
   if (unset("--crop-scale")) o.crop_scale_min = r.crop_scale_min;
   if (unset("--auto-augment")) o.auto_augment.policy = r.auto_augment.policy;
   if (unset("--ra-magnitude")) o.auto_augment.ra_magnitude = r.auto_augment.ra_magnitude;
+  if (unset("--augmix-severity")) o.auto_augment.augmix_severity = r.auto_augment.augmix_severity;
   if (unset("--val-res")) o.val_res = r.val_res;
   if (unset("--val-resize")) o.val_resize = r.val_resize;
   if (unset("--seed")) o.seed = r.seed;
@@ -386,6 +394,8 @@ void check_flag_pairs(const TrainFlags& f) {
         "--lr-step-size epochs");
   if (f.given("--ra-magnitude") && o.auto_augment.policy != data::AutoAugmentPolicy::kRandAugment)
     FASTER_USAGE_ERROR("--ra-magnitude needs --auto-augment ra");
+  if (f.given("--augmix-severity") && o.auto_augment.policy != data::AutoAugmentPolicy::kAugMix)
+    FASTER_USAGE_ERROR("--augmix-severity needs --auto-augment augmix");
   if (f.given("--model-ema-steps") && !f.model_ema && !(o.ema_decay > 0))
     FASTER_USAGE_ERROR("--model-ema-steps needs --model-ema (or --ema)");
   if (f.given("--model-ema-decay") && !f.model_ema)
@@ -408,6 +418,7 @@ void check_flag_pairs(const TrainFlags& f) {
 // The recipe's line before training: what the flags not given became.
 void print_recipe(const TrainFlags& f) {
   const auto& o = f.o;
+  for (const auto& note : f.notes) std::printf("(%s)\n", note.c_str());
   if (!f.taken_outputs.empty())
     std::printf("writing as the resumed run did:%s\n", f.taken_outputs.c_str());
   if (!f.dropped_outputs.empty()) std::printf("not writing%s\n", f.dropped_outputs.c_str());
@@ -435,6 +446,15 @@ void print_recipe(const TrainFlags& f) {
   std::fflush(stdout);
 }
 
+namespace {
+// The value given to one of kInertTorchvisionFlags.
+const std::string& inert_value(const TrainFlags& f, const std::string& flag) {
+  for (size_t i = 0; i < std::size(kInertTorchvisionFlags); ++i)
+    if (flag == kInertTorchvisionFlags[i].flag) return f.inert[i];
+  throw std::logic_error("not an inert flag: " + flag);
+}
+}  // namespace
+
 void take_torchvision_spellings(TrainFlags& f) {
   auto& o = f.o;
   for (size_t i = 0; i < std::size(kRefusedTorchvisionFlags); ++i) {
@@ -442,6 +462,33 @@ void take_torchvision_spellings(TrainFlags& f) {
     if (f.cmd->get_option(r.flag)->count() > 0)
       FASTER_USAGE_ERROR(r.flag,
                          " (torchvision's train.py) is not honoured by faster train: ", r.instead);
+  }
+  for (size_t i = 0; i < std::size(kInertTorchvisionFlags); ++i) {
+    const auto& r = kInertTorchvisionFlags[i];
+    if (f.cmd->get_option(r.flag)->count() > 0)
+      f.notes.push_back(std::string(r.flag) + ": " + r.instead);
+  }
+  if (f.given("--backend")) {
+    const std::string backend = lower_case(inert_value(f, "--backend"));
+    if (backend != "pil" && backend != "tensor")
+      FASTER_USAGE_ERROR("--backend '", inert_value(f, "--backend"),
+                         "': pil or tensor, as train.py's");
+  }
+  if (f.given("--dist-url") && f.dist_url != "env://")
+    FASTER_USAGE_ERROR("--dist-url ", f.dist_url,
+                       ": faster's DDP meets at torchrun's or Slurm's environment (env://), or "
+                       "its own --nproc launcher's");
+  if (f.given("--print-freq"))
+    check_range("--print-freq", f.o.print_freq, 0, std::numeric_limits<int>::max());
+  if (f.given("--start-epoch")) {
+    check_range("--start-epoch", f.start_epoch, 0, 1 << 20);
+    if (f.o.resume.empty() && f.start_epoch > 0)
+      FASTER_USAGE_ERROR("--start-epoch ", f.start_epoch,
+                         " without --resume would train fresh weights from a later epoch: "
+                         "--resume CHECKPOINT goes on from the epoch it holds");
+    if (!f.o.resume.empty())
+      f.notes.push_back(
+          "--start-epoch: --resume goes on from its checkpoint's epoch, as in train.py");
   }
   if (f.ra_sampler) check_range("--ra-reps", f.ra_reps, 1, 256);
   if (f.given("--data-path")) {

@@ -43,8 +43,9 @@ double Progress::elapsed_s() const {
 }
 
 void Progress::add(int64_t n) {
-  done_ += n;
-  maybe_draw(false);
+  const int64_t done = done_ += n;
+  // Off a terminal with a count to print at: a line where the count passes a multiple of it.
+  maybe_draw(!tty_ && every_ > 0 && done / every_ != (done - n) / every_);
 }
 
 void Progress::set(int64_t done) {
@@ -117,7 +118,7 @@ void Progress::maybe_draw(bool force) {
   if (!lock.owns_lock() || finished_) return;
   const auto now = std::chrono::steady_clock::now();
   const double since = std::chrono::duration<double>(now - last_draw_).count();
-  if (!force && since < (tty_ ? kTtyInterval : kPlainInterval)) return;
+  if (!force && (since < (tty_ ? kTtyInterval : kPlainInterval) || (!tty_ && every_ > 0))) return;
   last_draw_ = now;
   const int64_t done = done_;  // once: the count drawn is the count recorded
   const std::string line = render(done);

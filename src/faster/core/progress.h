@@ -20,6 +20,9 @@ class Progress {
 
   void add(int64_t n = 1);
   void set(int64_t done);
+  // Off a terminal, a line at every multiple of `units` units instead of every few seconds (0:
+  // by time).
+  void set_every(int64_t units) { every_ = units; }
   // Text shown after the counters, e.g. "loss 0.43".
   void set_suffix(const std::string& suffix);
   // Ends the display with a final line; called by the destructor if not called before.
@@ -39,6 +42,7 @@ class Progress {
 
   std::string label_, unit_, suffix_;
   int64_t total_;
+  int64_t every_ = 0;
   std::atomic<int64_t> done_{0};
   std::chrono::steady_clock::time_point start_, last_draw_;
   bool tty_, finished_ = false;

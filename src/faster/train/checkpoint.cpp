@@ -161,14 +161,18 @@ c10::Dict<std::string, torch::Tensor> read_state_dict(const fs::path& path) {
 }
 
 void copy_state_dict(const c10::Dict<std::string, torch::Tensor>& dict, const std::string& prefix,
-                     torch::nn::Module& module, const fs::path& path) {
+                     torch::nn::Module& module, const fs::path& path,
+                     const std::set<std::string>& fresh) {
   torch::NoGradGuard no_grad;
   auto state = named_state(module);
   int64_t under_prefix = 0;
-  for (const auto& kv : dict) under_prefix += kv.key().rfind(prefix, 0) == 0;
-  if (static_cast<size_t>(under_prefix) != state.size())
-    FASTER_THROW(path.string(), ": ", under_prefix, " entries, the model has ", state.size());
+  for (const auto& kv : dict)
+    under_prefix += kv.key().rfind(prefix, 0) == 0 && !fresh.count(kv.key().substr(prefix.size()));
+  if (static_cast<size_t>(under_prefix) != state.size() - fresh.size())
+    FASTER_THROW(path.string(), ": ", under_prefix, " entries, the model has ",
+                 state.size() - fresh.size());
   for (auto& [name, t] : state) {
+    if (fresh.count(name)) continue;
     auto it = dict.find(prefix + name);
     if (it == dict.end()) FASTER_THROW(path.string(), ": missing '", prefix + name, "'");
     const auto& src = it->value();

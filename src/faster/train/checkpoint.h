@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,9 +38,11 @@ void check_weights_file(const std::filesystem::path& path, const std::string& fl
 // The tensors of a saved state_dict (either writer's), on the CPU, by name in the file's order.
 c10::Dict<std::string, torch::Tensor> read_state_dict(const std::filesystem::path& path);
 // Copies dict[prefix + name] into each parameter and buffer of `module`: every one must be there
-// with its shape, and nothing else under the prefix.  Errors name `path`.
+// with its shape, and nothing else under the prefix, but the names in `fresh`, which keep their
+// values whatever the dict holds of them.  Errors name `path`.
 void copy_state_dict(const c10::Dict<std::string, torch::Tensor>& dict, const std::string& prefix,
-                     torch::nn::Module& module, const std::filesystem::path& path);
+                     torch::nn::Module& module, const std::filesystem::path& path,
+                     const std::set<std::string>& fresh = {});
 // Whether a dict read by read_state_dict is a training checkpoint (its model is under "model.").
 bool is_checkpoint(const c10::Dict<std::string, torch::Tensor>& dict);
 // A checkpoint's meta.json (model, classes, epochs done, the run's options); throws faster::Error

@@ -46,6 +46,7 @@ void EpochLoop::run_epoch(int epoch) {
   if (job_.is_main())
     bar.emplace("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(o_.epochs),
                 steps_per_epoch_ + (evaluate ? loaders_.val->batches_per_epoch() : 0), "batch");
+  if (bar) bar->set_every(o_.print_freq);
   train_pass(epoch, bar, timer, t);
   train_seconds_ += t.seconds;
   run_.stepper->sync_buffers();  // DDP: rank 0's statistics, tested and saved alike
@@ -92,8 +93,12 @@ void EpochLoop::train_pass(int epoch, std::optional<Progress>& bar, const Timer&
     stop_if_interrupted(epoch, "in");
     t.seen += b->size;
     if (!bar) continue;
+    // The line printed every --print-freq steps shows the loss so far; else it is read now and
+    // then.
+    const bool line_due = o_.print_freq > 0 && (epoch_step + 1) % o_.print_freq == 0;
+    if (line_due) show_rate_and_loss();
     bar->add();
-    if (since_line.seconds() >= 2) {  // now and then
+    if (!line_due && since_line.seconds() >= 2) {
       show_rate_and_loss();
       since_line = Timer();
     }

@@ -11,6 +11,7 @@
 #include "faster/data/sources/open_source.h"
 #include "faster/train/cpu_runtime.h"
 #include "faster/train/run.h"
+#include "faster/train/torchvision_weights.h"
 
 namespace faster::train {
 namespace fs = std::filesystem;
@@ -47,7 +48,41 @@ c10::Dict<std::string, torch::Tensor> as_plain_state_dict(
   return out;
 }
 
+models::ModelOptions weights_model_options(const c10::Dict<std::string, torch::Tensor>& dict,
+                                           const std::string& prefix, const std::string& where) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto& kv : dict)
+    if (kv.key().rfind(prefix, 0) == 0)
+      shapes[kv.key().substr(prefix.size())] = kv.value().sizes().vec();
+  return models::infer_model_options(shapes, where);
+}
+
+std::string weights_file(const std::string& weights) {
+  if (is_weights_name(weights)) return cached_weights_file(torchvision_weights(weights));
+  check_weights_file(weights, "--weights");
+  return weights;
+}
+
+std::string weights_model(const std::string& weights) {
+  if (is_weights_name(weights)) return torchvision_weights(weights).arch;
+  const auto dict = as_plain_state_dict(read_state_dict(weights_file(weights)));
+  return weights_model_options(dict, is_checkpoint(dict) ? "model." : "", weights).name;
+}
+
 namespace {
+
+// torchvision's weights by name are scored as torchvision's transforms for them do (shorter side
+// to their resize, the centre 224 px) where no --val-res says otherwise; checked against --model.
+void take_weights_name(EvalOptions& e) {
+  if (!is_weights_name(e.weights)) return;
+  const TorchvisionWeights w = torchvision_weights(e.weights);
+  if (!e.model.empty() && e.model != w.arch)
+    FASTER_USAGE_ERROR("--weights ", w.name, " are ", w.arch, "'s, not --model ", e.model, "'s");
+  if (e.val_res == 0) {
+    e.val_res = w.crop;
+    if (e.val_resize == 0) e.val_resize = w.resize;
+  }
+}
 
 // The split scored: a small dataset's test split, a root's val/, or the split named (folder or
 // LMDB).
@@ -83,11 +118,7 @@ Weights read_weights(const EvalOptions& e, const TrainingData& d) {
   Weights w;
   w.dict = as_plain_state_dict(read_state_dict(e.weights));
   w.prefix = is_checkpoint(w.dict) ? "model." : "";
-  std::map<std::string, std::vector<int64_t>> shapes;
-  for (const auto& kv : w.dict)
-    if (kv.key().rfind(w.prefix, 0) == 0)
-      shapes[kv.key().substr(w.prefix.size())] = kv.value().sizes().vec();
-  w.mo = models::infer_model_options(shapes, e.weights);
+  w.mo = weights_model_options(w.dict, w.prefix, e.weights);
   if (!e.model.empty() && e.model != w.mo.name)
     FASTER_THROW(e.weights, " holds ", w.mo.name, " weights, not --model ", e.model);
   if (w.mo.classes != static_cast<int>(d.classes.size()))
@@ -175,15 +206,18 @@ void check_finite(models::Model& model, const EvalOptions& e, bool ema) {
 
 }  // namespace
 
-EvalReport evaluate(const EvalOptions& e) {
-  validate(eval_data(e));  // the data flags' ranges, before anything is read
+EvalReport evaluate(const EvalOptions& options) {
+  validate(eval_data(options));  // the data flags' ranges, before anything is read
+  if (!options.model.empty()) models::family(options.model);  // a name faster knows
+  EvalOptions e = options;
+  take_weights_name(e);
   const auto device = resolve_device(e.device);
   if (device.is_cpu() && e.precision == Precision::kFloat16)
     refuse_on_cpu(e.device, "--precision fp16", "--precision bf16 runs on the CPU");
   if (device.is_cpu() && e.decode == Decode::kNvjpeg)
     refuse_on_cpu(e.device, "--decode nvjpeg", "--decode cpu decodes on the CPU");
-  if (!e.model.empty()) models::family(e.model);  // a name faster knows (a usage error if not)
-  check_weights_file(e.weights, "--weights");     // usage errors first, then what is on disk
+  // Usage errors first, then what is on disk: a name's file in torch's cache, or the file named.
+  e.weights = weights_file(e.weights);
   if (device.is_cpu()) configure_cpu_runtime(1);
   const TrainingData d = open_eval_data(e.data);
   const Weights w = read_weights(e, d);

@@ -5,6 +5,7 @@ list(APPEND FASTER_BASE_SOURCES
   src/faster/train/schedule.cpp
   src/faster/train/training_data.cpp
   src/faster/train/archive_check.cpp
+  src/faster/train/torchvision_weights.cpp
 )
 list(APPEND FASTER_TORCH_SOURCES
   src/faster/train/amp.cpp

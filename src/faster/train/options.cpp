@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <optional>
 
 #include "faster/core/error.h"
@@ -14,6 +15,7 @@
 #include "faster/train/parallel/data_parallel.h"
 #include "faster/train/step_graph.h"
 #include "faster/train/torchvision_checkpoint.h"
+#include "faster/train/torchvision_weights.h"
 
 namespace faster::train {
 
@@ -309,6 +311,7 @@ void validate_device(const TrainOptions& o) {
 
 void validate(const TrainOptions& o) {
   check_range("--epochs", o.epochs, 1, kMaxEpochs);
+  check_range("--print-freq", o.print_freq, 0, std::numeric_limits<int>::max());
   validate(static_cast<const DataOptions&>(o));
   validate_optimizer(o);
   validate_run(o);
@@ -407,6 +410,7 @@ void take_run_options(const nlohmann::json& saved, TrainOptions& o, const std::s
   r.take("clip_grad_norm", o.clip_grad_norm);
   r.take("auto_augment", data::kAutoAugmentNames, o.auto_augment.policy);
   r.take("ra_magnitude", o.auto_augment.ra_magnitude);
+  r.take("augmix_severity", o.auto_augment.augmix_severity);
   r.take("ra_reps", o.ra_reps);
   r.take("random_erase", o.augment.random_erase);
   r.take("mixup_alpha", o.augment.mixup_alpha);
@@ -475,6 +479,7 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"clip_grad_norm", o.clip_grad_norm},
           {"auto_augment", enum_name(data::kAutoAugmentNames, o.auto_augment.policy)},
           {"ra_magnitude", o.auto_augment.ra_magnitude},
+          {"augmix_severity", o.auto_augment.augmix_severity},
           {"ra_reps", o.ra_reps},
           {"random_erase", o.augment.random_erase},
           {"mixup_alpha", o.augment.mixup_alpha},
@@ -528,7 +533,8 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"keep_checkpoints", o.keep_checkpoints},
           {"log_dir", recorded_path(o.log_dir)},
           {"json", recorded_path(o.json)},
-          {"output_dir", recorded_path(o.output_dir)}};
+          {"output_dir", recorded_path(o.output_dir)},
+          {"weights", is_weights_name(o.weights) ? o.weights : recorded_path(o.weights)}};
 }
 
 }  // namespace faster::train

@@ -113,8 +113,13 @@ struct TrainOptions : DataOptions {
   std::string checkpoint;                   // written atomically after every epoch
   bool keep_checkpoints = false;            // also keep each epoch's as CHECKPOINT.epochN
   std::string resume;                       // a checkpoint to continue from
+  // Weights to start from (torchvision's --weights): torchvision's by name (from torch's cache) or
+  // a file; a classifier of another class count starts fresh.  --resume replaces them.
+  std::string weights;
   std::string json;  // the run's report (the CLI writes it; recorded so a resume writes it too)
   std::string profile;  // a Chrome trace of 10 training steps of the last epoch (profile_trace.h)
+  // Off a terminal, a progress line every N steps (0: every few seconds).
+  int print_freq = 0;
   // torchvision's checkpoints after every epoch: DIR/model_{epoch}.pth and DIR/checkpoint.pth
   // (train/torchvision_checkpoint.h).
   std::string output_dir;

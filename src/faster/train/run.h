@@ -51,6 +51,7 @@ struct Run {
   std::unique_ptr<Stepper> stepper;
   std::vector<CheckpointPart> parts;  // momentum, average, scaler
   nlohmann::json identity;            // what a checkpoint must match to be this run's
+  std::string from_weights;           // --weights: what the model started from, as said
 };
 
 // The training loader and the validation loader (none without a val split); the image loaders
@@ -81,7 +82,7 @@ inline constexpr const char* kRunKeys[] = {
     "nesterov", "muon_lr", "muon_momentum", "muon_steps", "warmup_epochs", "warmup_start",
     "lr_decay", "min_lr", "lr_steps", "lr_gamma", "lr_per_epoch", "lr_warmup_method",
     "lr_step_size", "norm_weight_decay", "bias_weight_decay", "clip_grad_norm", "auto_augment",
-    "ra_magnitude", "random_erase",
+    "ra_magnitude", "augmix_severity", "ra_reps", "random_erase",
     "mixup_alpha", "cutmix_alpha", "label_smoothing", "ema", "ema_every", "ema_warmup", "res", "res_end", "res_ramp", "res_step", "crop_scale_min",
     "translate", "flip", "alternate_flips", "seed", "last_batch", "precision", "recipe",
     "world_size", "norm", "whiten", "train_limit", "sync_bn"};
@@ -122,6 +123,15 @@ void reorder_saved_flats(const FlatSgd& sgd, bool channels_last, const nlohmann:
 // channels), its class names (image folders), the side of a small dataset as stored, its options.
 nlohmann::json run_meta(const TrainOptions& o, const TrainingData& d, const Run& run,
                         const TrainReport& report);
+
+// A state_dict as torchvision users load it: names unwrapped of DataParallel's, DDP's and
+// torch.compile's prefixes, BatchNorm's step counters filled in where an old file has none.
+c10::Dict<std::string, torch::Tensor> as_plain_state_dict(
+    const c10::Dict<std::string, torch::Tensor>& dict);
+// The model options a dict's weights make (ResNets, from their shapes); `prefix`: "model." in a
+// checkpoint.  Errors name `where`.
+models::ModelOptions weights_model_options(const c10::Dict<std::string, torch::Tensor>& dict,
+                                           const std::string& prefix, const std::string& where);
 
 // The network `mo` names, on `device`, its 4-d parameters channels-last when asked.
 models::Model build_model(const models::ModelOptions& mo, torch::Device device, bool channels_last);

@@ -194,6 +194,7 @@ IValue args_of(const TrainOptions& o) {
                ? IValue(std::string(enum_name(data::kAutoAugmentNames, o.auto_augment.policy)))
                : IValue());
   a.insert("ra_magnitude", int64_t{o.auto_augment.ra_magnitude});
+  a.insert("augmix_severity", int64_t{o.auto_augment.augmix_severity});
   a.insert("ra_sampler", o.ra_reps > 0);
   a.insert("ra_reps", int64_t{o.ra_reps > 0 ? o.ra_reps : 3});  // train.py's default when off
   a.insert("random_erase", o.augment.random_erase);

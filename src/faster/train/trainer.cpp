@@ -8,6 +8,7 @@
 #include <exception>
 #include <filesystem>
 #include <optional>
+#include <set>
 
 #include "faster/core/early_context.h"
 #include "faster/core/error.h"
@@ -161,6 +162,26 @@ models::ModelOptions model_options(TrainOptions& o, const TrainingData& d, const
   return mo;
 }
 
+// --weights: the model starts from them (every rank reads the same file), its classifier fresh,
+// as initialised, where they classify another number of classes (fine-tuning on one's own
+// classes).  --resume replaces them later.
+void start_from_weights(const std::string& weights, Run& run) {
+  const std::string file = weights_file(weights);
+  const auto dict = as_plain_state_dict(read_state_dict(file));
+  const std::string prefix = is_checkpoint(dict) ? "model." : "";
+  const auto mo = weights_model_options(dict, prefix, file);
+  if (mo.name != run.mo.name)
+    FASTER_THROW("--weights ", weights, " holds ", mo.name, " weights, not --model ", run.mo.name,
+                 "'s");
+  std::set<std::string> fresh;
+  run.from_weights = weights;
+  if (mo.classes != run.mo.classes) {
+    fresh = {"fc.weight", "fc.bias"};
+    run.from_weights += " (their " + std::to_string(mo.classes) + "-class fc left out: fresh)";
+  }
+  copy_state_dict(dict, prefix, run.model.module(), file, fresh);
+}
+
 // The run's model, seeded, whitened where asked.  --prewarm on one GPU per process, a small
 // dataset as stored: the first step's kernels load on a copy of the model while the rest is built
 // (the copy is made before the seed is set, and neither warm-up draws random numbers, so the run's
@@ -187,6 +208,7 @@ Run build_model_step(const TrainOptions& o, const TrainingData& d, const DataPla
     if (o.freeze_whitening)
       for (auto p : set) p.requires_grad_(false);
   }
+  if (!o.weights.empty()) start_from_weights(o.weights, run);
   return run;
 }
 
@@ -234,7 +256,7 @@ void build_stepper(const TrainOptions& o, const DataPlan& plan, Job& job, Run& r
 }
 
 // The metrics log's first event and the caller's first line (rank 0).
-void announce(const TrainOptions& o, const TrainingData& d, const Job& job,
+void announce(const TrainOptions& o, const TrainingData& d, const Job& job, const Run& run,
               const TrainReport& report, MetricsLog& log, const TrainCallbacks& callbacks) {
   log.write({{"event", "start"},
              {"options", report.options},
@@ -249,6 +271,8 @@ void announce(const TrainOptions& o, const TrainingData& d, const Job& job,
   }
   if (report.start_epoch > 0)
     line += ", resuming after epoch " + std::to_string(report.start_epoch);
+  else if (!run.from_weights.empty())
+    line += ", from " + run.from_weights;
   if (!d.val) line += "; no val split: nothing is tested";
   callbacks.on_start(line);
 }
@@ -394,6 +418,7 @@ void check_run_files(const TrainOptions& o) {
   if (!o.profile.empty()) tools::check_output_path(o.profile, "--profile");
   if (!o.log_dir.empty()) tools::check_output_dir(o.log_dir, "--log-dir");
   if (!o.resume.empty()) check_resume_file(o.resume);
+  if (!o.weights.empty()) weights_file(o.weights);
   std::error_code ec;
   if (!o.data.empty() && !fs::exists(o.data, ec))
     FASTER_NOT_FOUND("dataset ", o.data, " does not exist");  // as opening it says
@@ -418,7 +443,7 @@ TrainReport train(const TrainOptions& options, const TrainCallbacks& callbacks) 
   side_stream.emplace(o.cuda_graph ? job.device : torch::Device(torch::kCPU));
   build_stepper(o, plan, job, run);
   report.start_epoch = restore(o, d, run, report, job.is_main());
-  announce(o, d, job, report, log, callbacks);
+  announce(o, d, job, run, report, log, callbacks);
 
   const Timer total;  // from here: data to the device, all epochs, all tests
   Loaders loaders = make_loaders(o, d, plan, job);

@@ -85,6 +85,11 @@ struct TrainCallbacks {
 void check_run_files(const TrainOptions& o);
 // Throws faster::Error unless `path` (--resume's) is a file.
 void check_resume_file(const std::string& path);
+// --weights: the file of torchvision's weights by name (torch's cache, torchvision_weights.h) or
+// the file given (a state_dict or a faster checkpoint); errors where it is not there.
+std::string weights_file(const std::string& weights);
+// The model of `weights` (a name's, or the one the file's shapes make: the ResNet family).
+std::string weights_model(const std::string& weights);
 
 // Runs the whole training; callbacks (optional) see the run's description and each epoch's stats.
 TrainReport train(const TrainOptions& o, const TrainCallbacks& callbacks = {});
