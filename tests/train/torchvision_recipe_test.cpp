@@ -300,14 +300,14 @@ TEST(TorchvisionFlags, ItsReadmeResNet18LineRunsWithItsDefaults) {
       test::run_faster("train --data-path " + data.string() + " --model resnet18" + kSmall +
                        " --print-freq 2 --cache-dataset --backend Tensor --use-v2 "
                        "--transformer-embedding-decay 0 --world-size 1 --dist-url "
-                       "env:// --start-epoch 0");
+                       "env:// --start-epoch 0 --use-deterministic-algorithms");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("recipe torchvision: resnet18, 1 epoch, batch 32, SGD lr 0.1"),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("steplr per epoch"), std::string::npos) << r.output;
   for (const auto& f : cli::kInertTorchvisionFlags)
-    EXPECT_NE(r.output.find(std::string("(") + f.flag + ": " + f.instead + ")"), std::string::npos)
+    EXPECT_NE(r.output.find(std::string("(") + f.flag + ": " + f.why + ")"), std::string::npos)
         << f.flag << "\n"
         << r.output;
   // A progress line at every second step (7 training batches, then the test's), and none between.
@@ -743,11 +743,8 @@ print("ok")
       << r.output;
 }
 
-TEST(TorchvisionFlags, FlagsFasterCannotHonourExitTwoNamingThemselves) {
+TEST(TorchvisionFlags, ValuesFasterCannotHonourExitTwoNamingTheirFlags) {
   std::vector<std::string> lines;
-  for (const auto& f : cli::kRefusedTorchvisionFlags)
-    lines.push_back(std::string("train --device cpu --data-path /nonexistent ") + f.flag +
-                    (f.is_flag ? "" : " 1"));
   for (const auto& bad : {"--opt adamw", "--interpolation bicubic", "--lr-scheduler onecycle",
                           "--ra-sampler --ra-reps 0", "--backend opencv",
                           "--dist-url tcp://10.0.0.1:23456", "--start-epoch 3", "--print-freq -1"})
@@ -758,11 +755,36 @@ TEST(TorchvisionFlags, FlagsFasterCannotHonourExitTwoNamingThemselves) {
     const auto r = runs[i].get();
     EXPECT_EQ(r.exit_code, 2) << lines[i] << "\n" << r.output;
     const std::string named =
-        i < std::size(cli::kRefusedTorchvisionFlags)
-            ? cli::kRefusedTorchvisionFlags[i].flag
-            : lines[i].substr(lines[i].rfind("--"), lines[i].rfind(' ') - lines[i].rfind("--"));
+        lines[i].substr(lines[i].rfind("--"), lines[i].rfind(' ') - lines[i].rfind("--"));
     EXPECT_NE(r.output.find(named), std::string::npos) << lines[i] << "\n" << r.output;
   }
+}
+
+// --use-deterministic-algorithms on the CPU: taken, since faster's CPU runs are deterministic
+// already; two runs of the same line train the same weights to the bit.
+TEST(TorchvisionFlags, DeterministicAlgorithmsOnTheCpuTrainTheSameWeightsTwice) {
+  REQUIRE_FASHION_MNIST();
+  if (!test::have_python_module("torch")) GTEST_SKIP() << "no Python torch";
+  const auto data = test::exported_fashion_mnist(200);
+  const test::TempDir dir;
+  for (const char* name : {"a.pt", "b.pt"}) {
+    const auto r = test::run_faster("train --data-path " + data.string() +
+                                    " --auto-augment ta_wide --use-deterministic-algorithms" +
+                                    kSmall + " --save " + (dir.path() / name).string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("(--use-deterministic-algorithms: faster's CPU runs are deterministic"),
+              std::string::npos)
+        << r.output;
+  }
+  const auto py = test::run_python(R"(
+a, b = torch.load(path + "/a.pt"), torch.load(path + "/b.pt")
+assert a.keys() == b.keys()
+for k in a:
+    assert torch.equal(a[k], b[k]), k
+print("ok")
+)",
+                                   dir.path());
+  EXPECT_EQ(py.exit_code, 0) << py.output;
 }
 
 }  // namespace

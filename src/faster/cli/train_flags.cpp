@@ -318,7 +318,7 @@ void add_parallel_flags(CLI::App* cmd, TrainFlags& f) {
 // torchvision's references/classification/train.py: the flags faster's do not already take under
 // another name (the aliases above: --data-path, -b/--batch-size, -j, --wd, --lr-warmup-epochs,
 // --lr-warmup-decay, --train-crop-size, --val-resize-size, --val-crop-size), with train.py's
-// meanings and defaults; those faster cannot honour are refused by name (resolve_flags).
+// meanings and defaults; values faster cannot honour are refused naming the flag (resolve_flags).
 void add_torchvision_flags(CLI::App* cmd, TrainFlags& f) {
   auto& o = f.o;
   auto* tv = cmd->add_option_group(
@@ -424,18 +424,13 @@ void add_torchvision_flags(CLI::App* cmd, TrainFlags& f) {
                  "0: a run starts at its first epoch)");
   tv->add_option("--dist-url", f.dist_url,
                  "env:// only: DDP's rendezvous is torchrun's or Slurm's environment");
-  // Taken so that they are refused by name, with what to do instead (resolve_flags), or said to
-  // change nothing.
-  const auto add_hidden = [&](const auto& table, std::vector<std::string>& values) {
-    values.resize(std::size(table));
-    for (size_t i = 0; i < std::size(table); ++i) {
-      const auto& r = table[i];
-      auto* opt = r.is_flag ? tv->add_flag(r.flag) : tv->add_option(r.flag, values[i]);
-      opt->group("");  // not in --help: docs/training.md lists them
-    }
-  };
-  add_hidden(kRefusedTorchvisionFlags, f.refused);
-  add_hidden(kInertTorchvisionFlags, f.inert);
+  // Taken, to say that they change nothing here (resolve_flags).
+  f.inert.resize(std::size(kInertTorchvisionFlags));
+  for (size_t i = 0; i < std::size(kInertTorchvisionFlags); ++i) {
+    const auto& r = kInertTorchvisionFlags[i];
+    auto* opt = r.is_flag ? tv->add_flag(r.flag) : tv->add_option(r.flag, f.inert[i]);
+    opt->group("");  // not in --help: docs/training.md lists them
+  }
 }
 
 }  // namespace

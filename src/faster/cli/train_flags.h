@@ -17,19 +17,13 @@
 
 namespace faster::cli {
 
-// torchvision's train.py flags faster cannot honour: each is refused by name, with what to do.
-struct RefusedFlag {
+// train.py's flags that change nothing in faster's run: taken, and said once at the start, why.
+struct InertFlag {
   const char* flag;
   bool is_flag;  // takes no value
-  const char* instead;
+  const char* why;
 };
-inline constexpr RefusedFlag kRefusedTorchvisionFlags[] = {
-    {"--use-deterministic-algorithms", true,
-     "faster's CPU runs are deterministic; on a GPU, cuDNN's algorithms are not pinned"},
-};
-
-// train.py's flags that change nothing in faster's run: taken, and said once at the start, why.
-inline constexpr RefusedFlag kInertTorchvisionFlags[] = {
+inline constexpr InertFlag kInertTorchvisionFlags[] = {
     {"--cache-dataset", true,
      "faster keeps no dataset cache: its folder scan (or LMDB's index) is read in moments"},
     {"--backend", false,
@@ -42,6 +36,10 @@ inline constexpr RefusedFlag kInertTorchvisionFlags[] = {
     {"--world-size", false,
      "the world's size is the launcher's (torchrun, Slurm or --nproc), as train.py takes "
      "torchrun's"},
+    // On a GPU refused (choose_recipe): faster's kernels and cuDNN's are not pinned.
+    {"--use-deterministic-algorithms", true,
+     "faster's CPU runs are deterministic already: the same seed, data and threads give the "
+     "same weights"},
 };
 
 struct TrainFlags {
@@ -73,9 +71,8 @@ struct TrainFlags {
   bool ra_sampler = false;
   int ra_reps = 3;
   std::string opt, interpolation;
-  bool test_only = false;  // --test-only: score --resume's weights on the val split (eval)
-  std::vector<std::string> refused;  // the values of flags faster refuses by name
-  std::vector<std::string> inert;    // the values of train.py's flags that change nothing
+  bool test_only = false;          // --test-only: score --resume's weights on the val split (eval)
+  std::vector<std::string> inert;  // the values of train.py's flags that change nothing
   std::string dist_url = "env://";
   int start_epoch = 0;
   std::vector<std::string> notes;  // said once at the start (print_recipe): flags taken as inert

@@ -146,6 +146,10 @@ train::TrainOptions choose_recipe(TrainFlags& f, nlohmann::json& resumed, torch:
                                                         : "resnet50";
   }
   device = train::resolve_device(o.device);
+  if (device.is_cuda() && f.given("--use-deterministic-algorithms"))
+    FASTER_USAGE_ERROR(
+        "--use-deterministic-algorithms on a GPU: faster's own kernels and cuDNN's are not "
+        "pinned to deterministic ones (on the CPU, faster's runs are deterministic already)");
   o.recipe = recipe ? *recipe : train::default_recipe(o.model, device);
   auto r = train::recipe_options(o.recipe);
   f.from_checkpoint = !o.resume.empty() && unset("--recipe");
@@ -457,16 +461,10 @@ const std::string& inert_value(const TrainFlags& f, const std::string& flag) {
 
 void take_torchvision_spellings(TrainFlags& f) {
   auto& o = f.o;
-  for (size_t i = 0; i < std::size(kRefusedTorchvisionFlags); ++i) {
-    const auto& r = kRefusedTorchvisionFlags[i];
-    if (f.cmd->get_option(r.flag)->count() > 0)
-      FASTER_USAGE_ERROR(r.flag,
-                         " (torchvision's train.py) is not honoured by faster train: ", r.instead);
-  }
   for (size_t i = 0; i < std::size(kInertTorchvisionFlags); ++i) {
     const auto& r = kInertTorchvisionFlags[i];
     if (f.cmd->get_option(r.flag)->count() > 0)
-      f.notes.push_back(std::string(r.flag) + ": " + r.instead);
+      f.notes.push_back(std::string(r.flag) + ": " + r.why);
   }
   if (f.given("--backend")) {
     const std::string backend = lower_case(inert_value(f, "--backend"));
