@@ -48,13 +48,16 @@ c10::Dict<std::string, torch::Tensor> as_plain_state_dict(
   return out;
 }
 
-models::ModelOptions weights_model_options(const c10::Dict<std::string, torch::Tensor>& dict,
-                                           const std::string& prefix, const std::string& where) {
+SavedModel read_saved_model(const std::string& file) {
+  SavedModel s;
+  s.dict = as_plain_state_dict(read_state_dict(file));
+  s.prefix = is_checkpoint(s.dict) ? "model." : "";
   std::map<std::string, std::vector<int64_t>> shapes;
-  for (const auto& kv : dict)
-    if (kv.key().rfind(prefix, 0) == 0)
-      shapes[kv.key().substr(prefix.size())] = kv.value().sizes().vec();
-  return models::infer_model_options(shapes, where);
+  for (const auto& kv : s.dict)
+    if (kv.key().rfind(s.prefix, 0) == 0)
+      shapes[kv.key().substr(s.prefix.size())] = kv.value().sizes().vec();
+  s.mo = models::infer_model_options(shapes, file);
+  return s;
 }
 
 std::string weights_file(const std::string& weights) {
@@ -65,8 +68,7 @@ std::string weights_file(const std::string& weights) {
 
 std::string weights_model(const std::string& weights) {
   if (is_weights_name(weights)) return torchvision_weights(weights).arch;
-  const auto dict = as_plain_state_dict(read_state_dict(weights_file(weights)));
-  return weights_model_options(dict, is_checkpoint(dict) ? "model." : "", weights).name;
+  return read_saved_model(weights_file(weights)).mo.name;
 }
 
 namespace {
@@ -105,10 +107,7 @@ TrainingData open_eval_data(const std::string& path) {
 
 // Saved weights: a state_dict (faster's or torchvision's) or a faster checkpoint's model, with
 // what a checkpoint says of its run.
-struct Weights {
-  c10::Dict<std::string, torch::Tensor> dict;
-  std::string prefix;  // "model." in a checkpoint
-  models::ModelOptions mo;
+struct Weights : SavedModel {
   nlohmann::json meta, run;  // a checkpoint's record and its run's options (none for a state_dict)
   double ema_decay = 0;      // the run's --ema
   bool ema = false;          // the average of the weights is scored
@@ -116,9 +115,7 @@ struct Weights {
 
 Weights read_weights(const EvalOptions& e, const TrainingData& d) {
   Weights w;
-  w.dict = as_plain_state_dict(read_state_dict(e.weights));
-  w.prefix = is_checkpoint(w.dict) ? "model." : "";
-  w.mo = weights_model_options(w.dict, w.prefix, e.weights);
+  static_cast<SavedModel&>(w) = read_saved_model(e.weights);
   if (!e.model.empty() && e.model != w.mo.name)
     FASTER_THROW(e.weights, " holds ", w.mo.name, " weights, not --model ", e.model);
   if (w.mo.classes != static_cast<int>(d.classes.size()))

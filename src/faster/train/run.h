@@ -128,10 +128,15 @@ nlohmann::json run_meta(const TrainOptions& o, const TrainingData& d, const Run&
 // torch.compile's prefixes, BatchNorm's step counters filled in where an old file has none.
 c10::Dict<std::string, torch::Tensor> as_plain_state_dict(
     const c10::Dict<std::string, torch::Tensor>& dict);
-// The model options a dict's weights make (ResNets, from their shapes); `prefix`: "model." in a
-// checkpoint.  Errors name `where`.
-models::ModelOptions weights_model_options(const c10::Dict<std::string, torch::Tensor>& dict,
-                                           const std::string& prefix, const std::string& where);
+// Saved weights as a model takes them: the state_dict made plain (as_plain_state_dict), the prefix
+// of the model's entries ("model." in a faster checkpoint), and the model they make (ResNets,
+// from their shapes).  Errors name `file`.
+struct SavedModel {
+  c10::Dict<std::string, torch::Tensor> dict;
+  std::string prefix;
+  models::ModelOptions mo;
+};
+SavedModel read_saved_model(const std::string& file);
 
 // The network `mo` names, on `device`, its 4-d parameters channels-last when asked.
 models::Model build_model(const models::ModelOptions& mo, torch::Device device, bool channels_last);

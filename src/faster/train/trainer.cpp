@@ -167,19 +167,18 @@ models::ModelOptions model_options(TrainOptions& o, const TrainingData& d, const
 // classes).  --resume replaces them later.
 void start_from_weights(const std::string& weights, Run& run) {
   const std::string file = weights_file(weights);
-  const auto dict = as_plain_state_dict(read_state_dict(file));
-  const std::string prefix = is_checkpoint(dict) ? "model." : "";
-  const auto mo = weights_model_options(dict, prefix, file);
-  if (mo.name != run.mo.name)
-    FASTER_THROW("--weights ", weights, " holds ", mo.name, " weights, not --model ", run.mo.name,
-                 "'s");
+  const SavedModel saved = read_saved_model(file);
+  if (saved.mo.name != run.mo.name)
+    FASTER_THROW("--weights ", weights, " holds ", saved.mo.name, " weights, not --model ",
+                 run.mo.name, "'s");
   std::set<std::string> fresh;
   run.from_weights = weights;
-  if (mo.classes != run.mo.classes) {
+  if (saved.mo.classes != run.mo.classes) {
     fresh = {"fc.weight", "fc.bias"};
-    run.from_weights += " (their " + std::to_string(mo.classes) + "-class fc left out: fresh)";
+    run.from_weights +=
+        " (their " + std::to_string(saved.mo.classes) + "-class fc left out: fresh)";
   }
-  copy_state_dict(dict, prefix, run.model.module(), file, fresh);
+  copy_state_dict(saved.dict, saved.prefix, run.model.module(), file, fresh);
 }
 
 // The run's model, seeded, whitened where asked.  --prewarm on one GPU per process, a small
