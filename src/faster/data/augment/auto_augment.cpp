@@ -56,6 +56,17 @@ void mirror(ImageBuffer& image) {
   }
 }
 
+// Applies `ops` in turn to `image` (Identity skipped), through `scratch`.
+void apply_chain(const std::vector<AppliedOp>& ops, bool bilinear, ImageBuffer& image,
+                 ImageBuffer& scratch) {
+  for (const auto& op : ops) {
+    if (op.op == AugmentOp::kIdentity) continue;
+    scratch.reshape(image.width(), image.height(), image.channels());
+    apply_op(op, image.view(), scratch.mutable_view(), bilinear);
+    std::swap(image, scratch);
+  }
+}
+
 // rgb_to_grayscale of a uint8 pixel: (0.2989 r + 0.587 g + 0.114 b) in float32, truncated.
 uint8_t gray(const uint8_t* p) {
   const float r = 0.2989f * p[0], g = 0.587f * p[1], b = 0.114f * p[2];
@@ -404,12 +415,7 @@ bool apply_ops(const std::vector<AppliedOp>& ops, bool flip, bool bilinear, Imag
                   [](const AppliedOp& a) { return a.op == AugmentOp::kIdentity; }))
     return false;
   if (flip) mirror(image);  // torchvision flips before it augments
-  for (const auto& op : ops) {
-    if (op.op == AugmentOp::kIdentity) continue;
-    scratch.reshape(image.width(), image.height(), image.channels());
-    apply_op(op, image.view(), scratch.mutable_view(), bilinear);
-    std::swap(image, scratch);
-  }
+  apply_chain(ops, bilinear, image, scratch);
   return true;
 }
 
@@ -472,11 +478,7 @@ void apply_augmix(const AugMixDraw& d, bool flip, bool bilinear, ImageBuffer& im
   for (size_t i = 0; i < d.chains.size(); ++i) {
     b.chain.reshape(image.width(), image.height(), image.channels());
     std::memcpy(b.chain.data(), src, n);
-    for (const auto& op : d.chains[i]) {
-      b.scratch.reshape(image.width(), image.height(), image.channels());
-      apply_op(op, b.chain.view(), b.scratch.mutable_view(), bilinear);
-      std::swap(b.chain, b.scratch);
-    }
+    apply_chain(d.chains[i], bilinear, b.chain, b.scratch);
     const float w = d.dirichlet[i] * d.augmented;
     const uint8_t* aug = b.chain.data();
     for (size_t k = 0; k < n; ++k) {
