@@ -655,7 +655,17 @@ TEST(TorchvisionFlags, WeightsByNameAreScoredFromTorchsCacheAtTheirResize) {
           "(dir)/256.json",
       "train --data-path " + (dir.path() / "data").string() +
           " --test-only --weights ResNet50_Weights.IMAGENET1K_V2 --device cpu --json "
-          "(dir)/test_only.json"};
+          "(dir)/test_only.json",
+      // --resume's weights at --weights' transforms, as train.py; a resize given still holds.
+      "train --data-path " + (dir.path() / "data").string() + " --test-only --resume " +
+          file.string() +
+          " --weights ResNet50_Weights.IMAGENET1K_V2 --device cpu --json (dir)/resumed.json",
+      "train --data-path " + (dir.path() / "data").string() + " --test-only --resume " +
+          file.string() +
+          " --weights ResNet50_Weights.IMAGENET1K_V2 --val-resize-size 240 --device cpu --json "
+          "(dir)/resumed240.json",
+      "eval --weights " + file.string() + " --val-res 224 --val-resize 240" + data +
+          "(dir)/240.json"};
   for (auto& l : lines) {
     l.replace(l.find("(dir)"), 5, dir.path().string());
     const auto r = test::run_faster_env(env, l);
@@ -663,6 +673,8 @@ TEST(TorchvisionFlags, WeightsByNameAreScoredFromTorchsCacheAtTheirResize) {
   }
   EXPECT_DOUBLE_EQ(loss("named.json"), loss("232.json"));
   EXPECT_DOUBLE_EQ(loss("test_only.json"), loss("232.json"));
+  EXPECT_DOUBLE_EQ(loss("resumed.json"), loss("232.json"));
+  EXPECT_DOUBLE_EQ(loss("resumed240.json"), loss("240.json"));
   EXPECT_NE(loss("232.json"), loss("256.json"));  // the resize is seen
   // No file in the cache: where it goes, and where it comes from.
   auto r = test::run_faster_env(

@@ -10,7 +10,6 @@
 #include "faster/data/sources/array_dataset.h"
 #include "faster/tools/file_io.h"
 #include "faster/train/parallel/launch.h"
-#include "faster/train/torchvision_weights.h"
 
 namespace faster::cli {
 namespace {
@@ -103,19 +102,15 @@ int run_test_only(TrainFlags& f) {
         "--test-only scores --resume's weights (a checkpoint or weights file) or --weights' "
         "(torchvision's by name, or a file): name one");
   train::EvalOptions e;
-  // As train.py: --resume's weights where given, scored at the resize of --weights' name.
+  // As train.py: --resume's weights where given, scored at the transforms of --weights' name.
   e.weights = o.resume.empty() ? o.weights : o.resume;
-  if (!o.resume.empty() && train::is_weights_name(o.weights) && !f.given("--val-res")) {
-    const auto w = train::torchvision_weights(o.weights);
-    e.val_res = w.crop;
-    if (!f.given("--val-resize")) e.val_resize = w.resize;
-  }
+  if (!o.resume.empty()) e.transforms = o.weights;
   e.data = o.data;
   if (f.given("--model")) e.model = o.model;
   e.device = o.device;
   if (f.given("--batch")) e.batch = o.batch;
   e.workers = o.workers;
-  if (e.val_res == 0) e.val_res = o.val_res, e.val_resize = o.val_resize;
+  e.val_res = o.val_res, e.val_resize = o.val_resize;
   e.decode = o.decode;
   // In float32 whatever --amp says, as train.py's evaluate() runs (no autocast there).
   e.channels_last = o.channels_last;

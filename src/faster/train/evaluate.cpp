@@ -74,11 +74,13 @@ std::string weights_model(const std::string& weights) {
 namespace {
 
 // torchvision's weights by name are scored as torchvision's transforms for them do (shorter side
-// to their resize, the centre 224 px) where no --val-res says otherwise; checked against --model.
+// to their resize, the centre 224 px) where no --val-res says otherwise; weights named are
+// checked against --model.
 void take_weights_name(EvalOptions& e) {
-  if (!is_weights_name(e.weights)) return;
-  const TorchvisionWeights w = torchvision_weights(e.weights);
-  if (!e.model.empty() && e.model != w.arch)
+  const std::string& name = e.transforms.empty() ? e.weights : e.transforms;
+  if (!is_weights_name(name)) return;
+  const TorchvisionWeights w = torchvision_weights(name);
+  if (name == e.weights && !e.model.empty() && e.model != w.arch)
     FASTER_USAGE_ERROR("--weights ", w.name, " are ", w.arch, "'s, not --model ", e.model, "'s");
   if (e.val_res == 0) {
     e.val_res = w.crop;

@@ -98,6 +98,10 @@ struct EvalOptions {
   std::string weights;  // a state_dict (faster's or torchvision's) or a faster checkpoint
   std::string data;     // a root with val/, a split folder, an LMDB, or a small dataset
   std::string model;    // empty: inferred from the weights (ResNets)
+  // torchvision's weights by name whose evaluation transforms (resize, crop) apply where val_res
+  // is not given: empty, `weights` where they are a name (train.py --test-only with --resume and
+  // --weights scores the one at the other's transforms).
+  std::string transforms;
   std::string device = "auto";
   int64_t batch = 256;
   int workers = 0;                  // 0: all cores (4 for a small dataset)
