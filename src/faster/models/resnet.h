@@ -42,15 +42,16 @@ struct ResNetOptions {
 
 // Whether the ResNet step's speed-up `lever` is on: those named in the environment's
 // FASTER_RESNET_LEVERS (a comma-separated list; empty: none), else the defaults,
-// "input,stem,bf16".
+// "input,stem,pool,bf16".
 //   input  a GPU step's uint8 batches normalized straight into autocast's type
 //          (takes_autocast_input, registry.h)
 //   stem   the stem convolution fed 4 channels (ResNetImpl::stem)
 //   pool   the stem's max-pool through faster's kernels (models/max_pool.h)
 //   bf16   cuDNN's fused BatchNorm + add + ReLU in bf16 as in fp16 (models/batchnorm_relu.h)
-// pool is off until its gain is timed: its GPU tests pass (bit for bit LibTorch's, on an H100,
-// 2026-12-07), but no call has yet timed the step with it.  bf16 is on: its tests pass there, and
-// it took the bf16 step's GPU time from 53.7 to 39.9 ms (ResNet-50) on an H200 (BENCHMARKS.md).
+// pool is on: bit for bit LibTorch's (GPU tests, H100), and it took the fp16 step from 14.65 to
+// 12.77 ms (ResNet-18) and 44.9 to 42.9 ms (ResNet-50) on an H100 (2026-12-07, BENCHMARKS.md).
+// bf16 is on: its tests pass there, and it took the bf16 step's GPU time from 53.7 to 39.9 ms
+// (ResNet-50) on an H200 (BENCHMARKS.md).
 // Naming a list is also how each lever's gain is measured.
 // Read at every call (a few per forward pass; none inside a replayed CUDA graph).
 bool resnet_lever(const std::string& lever);
