@@ -362,7 +362,8 @@ struct ConvShortcutFunction : torch::autograd::Function<ConvShortcutFunction> {
     const int stride = static_cast<int>(ctx->saved_data["stride"].toInt());
     const int padding = static_cast<int>(ctx->saved_data["padding"].toInt());
     const auto cl = torch::MemoryFormat::ChannelsLast;
-    const auto dy = grads[0].defined() ? grads[0].contiguous(cl) : torch::zeros_like(x);
+    // Both gradients are defined: autograd materializes a missing one as zeros (its default).
+    const auto dy = grads[0].contiguous(cl);
     torch::Tensor dw, dx;
     if (ctx->needs_input_grad(1))
       dw = std::get<1>(at::convolution_backward(dy, x, w, c10::nullopt, {stride, stride},
@@ -370,10 +371,8 @@ struct ConvShortcutFunction : torch::autograd::Function<ConvShortcutFunction> {
                                                 {false, true, false}));
     if (ctx->needs_input_grad(0)) {
       const auto& shortcut = grads[1];
-      const bool add = shortcut.defined();
-      dx = !add                     ? torch::empty_like(x, cl)
-           : nhwc_like(shortcut, x) ? shortcut
-                                    : shortcut.to(x.scalar_type()).contiguous(cl).clone(cl);
+      dx =
+          nhwc_like(shortcut, x) ? shortcut : shortcut.to(x.scalar_type()).contiguous(cl).clone(cl);
       const auto wc = w.contiguous(cl);
       const ConvDescriptors d(dx, dy, wc, stride, padding);
       cudnnHandle_t handle = at::native::getCudnnHandle();
@@ -381,10 +380,10 @@ struct ConvShortcutFunction : torch::autograd::Function<ConvShortcutFunction> {
       const auto& api = cudnn();
       check(api.cudnnSetConvolutionMathType(d.conv_, algorithm.math), "math type");
       auto work = bytes(algorithm.workspace, x);
-      const float one = 1, beta = add ? 1 : 0;
+      const float one = 1;  // dx = one * dgrad(dy) + one * dx: the shortcut's gradient added
       check(api.cudnnConvolutionBackwardData(
                 handle, &one, d.w_, wc.data_ptr(), d.dy_, dy.data_ptr(), d.conv_, algorithm.algo,
-                work.data_ptr(), algorithm.workspace, &beta, d.dx_, dx.data_ptr()),
+                work.data_ptr(), algorithm.workspace, &one, d.dx_, dx.data_ptr()),
             "data-gradient convolution");
     }
     return {dx, dw, {}, {}};
