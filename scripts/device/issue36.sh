@@ -13,8 +13,8 @@
 #           not)
 #   probe   scripts/device/probe_conv_fusion.cpp: cuDNN's graph API fusing ResNet-50's convolutions
 #           with the batch norm's statistics (epilogue) and apply + ReLU (prologue), timed per shape
-#   final   faster's best and base configurations, model alone, RUNS rounds (FINAL_BASE=0: not
-#           the base)
+#   final   faster's best (FINAL_LEVERS) and base configurations, model alone, RUNS rounds
+#           (FINAL_BASE=0: not the base; FINAL_BASE_LEVERS: the base's levers, default none)
 #   jpeg    from CLASSES x PER_CLASS `faster synth` JPEGs: faster's best, RUNS rounds
 # Usage: [PHASES=..] [MODELS="resnet50 resnet18"] [RUNS=2] [END=570] issue36.sh KIT OUT
 set -uo pipefail
@@ -141,7 +141,8 @@ if phase final; then
   synth "$SMALL" 200
   for r in $(seq 1 "$RUNS"); do
     for m in $MODELS; do
-      [ "${FINAL_BASE:-1}" = 1 ] && alone "${m}_final_base_$r" "$m" $BASE --
+      [ "${FINAL_BASE:-1}" = 1 ] &&
+        alone "${m}_final_base_$r" "$m" FASTER_RESNET_LEVERS="${FINAL_BASE_LEVERS:-}" --
       alone "${m}_final_$r" "$m" FASTER_RESNET_LEVERS=$FINAL_LEVERS -- ${FINAL_FLAGS:-}
     done
   done
