@@ -94,6 +94,19 @@ void check(cudnnStatus_t status, const char* what) {
 
 constexpr cudnnBatchNormMode_t kMode = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
 
+// cuDNN's name for an fp16 or bf16 tensor's type.
+cudnnDataType_t cudnn_type(const torch::Tensor& t) {
+  return t.scalar_type() == torch::kBFloat16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
+}
+
+// d: t's shape (N, C, H, W) and type, laid out NHWC.
+void set_nhwc(cudnnTensorDescriptor_t d, const torch::Tensor& t) {
+  check(cudnn().cudnnSetTensor4dDescriptor(
+            d, CUDNN_TENSOR_NHWC, cudnn_type(t), static_cast<int>(t.size(0)),
+            static_cast<int>(t.size(1)), static_cast<int>(t.size(2)), static_cast<int>(t.size(3))),
+        "NHWC descriptor");
+}
+
 // The descriptors of one call: x (and y, z, dy, dx, dz: the same shape) as NHWC fp16 or bf16, the
 // derived per-channel float descriptor, and ReLU.
 class Descriptors {
@@ -103,11 +116,7 @@ class Descriptors {
     check(api.cudnnCreateTensorDescriptor(&x_), "tensor descriptor");
     check(api.cudnnCreateTensorDescriptor(&bn_), "tensor descriptor");
     check(api.cudnnCreateActivationDescriptor(&relu_), "activation descriptor");
-    const auto type = x.scalar_type() == torch::kBFloat16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
-    check(api.cudnnSetTensor4dDescriptor(x_, CUDNN_TENSOR_NHWC, type, static_cast<int>(x.size(0)),
-                                         static_cast<int>(x.size(1)), static_cast<int>(x.size(2)),
-                                         static_cast<int>(x.size(3))),
-          "NHWC descriptor");
+    set_nhwc(x_, x);
     check(api.cudnnDeriveBNTensorDescriptor(bn_, x_, kMode), "batch norm descriptor");
     check(api.cudnnSetActivationDescriptor(relu_, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0),
           "ReLU descriptor");
@@ -251,18 +260,11 @@ class ConvDescriptors {
     check(api.cudnnCreateTensorDescriptor(&dy_), "tensor descriptor");
     check(api.cudnnCreateFilterDescriptor(&w_), "filter descriptor");
     check(api.cudnnCreateConvolutionDescriptor(&conv_), "convolution descriptor");
-    const auto type = dx.scalar_type() == torch::kBFloat16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
-    const auto nhwc = [&](cudnnTensorDescriptor_t d, const torch::Tensor& t) {
-      check(api.cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NHWC, type, static_cast<int>(t.size(0)),
-                                           static_cast<int>(t.size(1)), static_cast<int>(t.size(2)),
-                                           static_cast<int>(t.size(3))),
-            "NHWC descriptor");
-    };
-    nhwc(dx_, dx);
-    nhwc(dy_, dy);
-    check(api.cudnnSetFilter4dDescriptor(w_, type, CUDNN_TENSOR_NHWC, static_cast<int>(w.size(0)),
-                                         static_cast<int>(w.size(1)), static_cast<int>(w.size(2)),
-                                         static_cast<int>(w.size(3))),
+    set_nhwc(dx_, dx);
+    set_nhwc(dy_, dy);
+    check(api.cudnnSetFilter4dDescriptor(w_, cudnn_type(w), CUDNN_TENSOR_NHWC,
+                                         static_cast<int>(w.size(0)), static_cast<int>(w.size(1)),
+                                         static_cast<int>(w.size(2)), static_cast<int>(w.size(3))),
           "filter descriptor");
     check(api.cudnnSetConvolution2dDescriptor(conv_, padding, padding, stride, stride, 1, 1,
                                               CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
