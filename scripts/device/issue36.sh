@@ -9,8 +9,8 @@
 #           bf16 with the fused batch norm; bf16_unfused: --no-fuse),
 #           batch (--batch BIG); each run profiles its third epoch (--profile), its second is timed
 #   peer    ref_imagenet.py --compile --loader synthetic --amp --bf16 --channels-last (the peer,
-#           timed), then scripts/profile_peer.py (its step under torch.profiler; PEER_PROFILE=0:
-#           not)
+#           timed; PEER_MIN: the seconds a model's run needs, default 150), then
+#           scripts/profile_peer.py (its step under torch.profiler; PEER_PROFILE=0: not)
 #   probe   scripts/device/probe_conv_fusion.cpp: cuDNN's graph API fusing ResNet-50's convolutions
 #           with the batch norm's statistics (epilogue) and apply + ReLU (prologue), timed per shape
 #   final   faster's best (FINAL_LEVERS) and base configurations, model alone, RUNS rounds
@@ -111,8 +111,8 @@ fi
 if phase peer; then
   synth "$SMALL" 200
   for m in $MODELS; do
-    [ "$(left)" -gt 150 ] || break
-    timeout $(($(left) - 20)) python3 "$kit/peers/ref_imagenet.py" "$SMALL" --arch "$m" --amp \
+    [ "$(left)" -gt "${PEER_MIN:-150}" ] || break
+    timeout $(($(left) - 10)) python3 "$kit/peers/ref_imagenet.py" "$SMALL" --arch "$m" --amp \
       --bf16 --channels-last --compile --loader synthetic --steps 200 --epochs 2 --no-val \
       > "$out/peer_$m.log" 2>&1
     grep -E "^epoch|RESULT" "$out/peer_$m.log" | sed "s/^/peer $m /"
