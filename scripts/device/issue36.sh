@@ -11,7 +11,8 @@
 #           timed; PEER_MIN: the seconds a model's run needs, default 150), then
 #           scripts/profile_peer.py (its step under torch.profiler; PEER_PROFILE=0: not)
 #   probe   scripts/device/probe_conv_fusion.cpp: cuDNN's graph API fusing ResNet-50's convolutions
-#           with the batch norm's statistics (epilogue) and apply + ReLU (prologue), timed per shape
+#           with the batch norm's statistics (epilogue) and apply + ReLU (prologue), and their data
+#           gradients with the shortcut's gradient added (beta = 1; an epilogue addition), per shape
 #   final   faster's best (FINAL_LEVERS) and base configurations, model alone, RUNS rounds
 #           (FINAL_BASE=0: not the base; FINAL_BASE_LEVERS: the base's levers, default none)
 #   jpeg    from CLASSES x PER_CLASS `faster synth` JPEGs: faster's best, RUNS rounds

@@ -7,7 +7,13 @@
 //             convolution's epilogue: the batch norm's first read of Y goes away)
 //   +prologue Y = conv(relu(X * scale + bias), W), + stats     (the previous batch norm's apply
 //             and ReLU in this convolution's prologue: its write and read go away too)
-// against the bytes they save over the measured copy bandwidth.  Prints one line per shape.
+// against the bytes they save over the measured copy bandwidth; and the data gradient as a
+// residual block's first convolution needs it, where the shortcut's gradient R is added on:
+//   dgrad     dX = dgrad(dY, W)                                  (then a separate addition)
+//   beta=1    dX = dgrad(dY, W) + dX                             (the operation's beta)
+//   +add      dX = dgrad(dY, W) + R                              (an addition in the epilogue)
+// against the separate addition's bytes (two reads and a write of dX) over the copy bandwidth.
+// Prints one line per shape in each of two tables.
 // Build: g++ -O2 -std=c++17 probe_conv_fusion.cpp -I<cuda>/include -L<cudnn lib> -lcudnn -lcudart
 // Run:   probe_conv_fusion [N]   (default 256)
 #include <cuda_runtime.h>
@@ -98,7 +104,10 @@ struct Shape {
   int64_t c, h, w, k, r, stride;
 };
 
-enum Uid : int64_t { kX = 1, kW, kY, kSum, kSqSum, kScale, kBias, kT1 = 100, kT2, kT3 };
+enum Uid : int64_t { kX = 1, kW, kY, kSum, kSqSum, kScale, kBias, kR, kT1 = 100, kT2, kT3 };
+
+// The graphs run: the convolution (and its fusions), and its data gradient (and its additions).
+enum Variant { kConv, kStats, kPrologue, kDgrad, kDgradBeta, kDgradAdd };
 
 struct Result {
   std::string note;  // why none ran, if so
@@ -126,8 +135,8 @@ double median_ms(cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
   return ts[ts.size() / 2];
 }
 
-// Builds the graph (variant 0 conv, 1 +stats, 2 +prologue), tries each engine configuration the
-// heuristics list, returns the fastest.
+// Builds the graph of a variant, tries each engine configuration the heuristics list, returns the
+// fastest.
 Result run(cudnnHandle_t handle, const Shape& s, int64_t n, int variant, void* const* ptrs) {
   std::vector<Desc*> keep;
   struct Free {
@@ -145,7 +154,7 @@ Result run(cudnnHandle_t handle, const Shape& s, int64_t n, int variant, void* c
     Desc* y = tensor(keep, kY, {n, s.k, p, q}, CUDNN_DATA_HALF);
     std::vector<cudnnBackendDescriptor_t> ops;
     Desc* conv_in = x;
-    if (variant == 2) {
+    if (variant == kPrologue) {
       Desc* scale = tensor(keep, kScale, {1, s.c, 1, 1}, CUDNN_DATA_HALF);
       Desc* bias = tensor(keep, kBias, {1, s.c, 1, 1}, CUDNN_DATA_HALF);
       Desc* t1 = tensor(keep, kT1, {n, s.c, s.h, s.w}, CUDNN_DATA_FLOAT, true);
@@ -170,31 +179,51 @@ Result run(cudnnHandle_t handle, const Shape& s, int64_t n, int variant, void* c
         .set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, pads.data(), 2)
         .set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, pads.data(), 2)
         .finalize("convolution descriptor");
-    float alpha = 1, beta = 0;
-    auto* fprop = new Desc(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-    keep.push_back(fprop);
-    fprop->set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, *conv_in)
-        .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, *w)
-        .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, *y)
-        .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, *conv)
-        .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, &alpha)
-        .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, &beta)
-        .finalize("convolution op");
-    ops.push_back(fprop->d);
-    if (variant >= 1) {
-      Desc* sum = tensor(keep, kSum, {1, s.k, 1, 1}, CUDNN_DATA_FLOAT);
-      Desc* sqsum = tensor(keep, kSqSum, {1, s.k, 1, 1}, CUDNN_DATA_FLOAT);
-      cudnnGenStatsMode_t gmode = CUDNN_GENSTATS_SUM_SQSUM;
-      cudnnDataType_t prec = CUDNN_DATA_FLOAT;
-      auto* stats = new Desc(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR);
-      keep.push_back(stats);
-      stats->set(CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE, &gmode)
-          .set(CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, &prec)
-          .set(CUDNN_ATTR_OPERATION_GENSTATS_XDESC, *y)
-          .set(CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, *sum)
-          .set(CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC, *sqsum)
-          .finalize("genstats op");
-      ops.push_back(stats->d);
+    float alpha = 1, beta = variant == kDgradBeta ? 1 : 0;
+    if (variant >= kDgrad) {
+      // dY is y's shape, dX x's: the data gradient of the same convolution.
+      Desc* dx =
+          variant == kDgradAdd ? tensor(keep, kT1, {n, s.c, s.h, s.w}, CUDNN_DATA_FLOAT, true) : x;
+      auto* dgrad = new Desc(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
+      keep.push_back(dgrad);
+      dgrad->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, *dx)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, *w)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, *y)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, *conv)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, &alpha)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, &beta)
+          .finalize("data-gradient op");
+      ops.push_back(dgrad->d);
+      if (variant == kDgradAdd) {
+        Desc* r = tensor(keep, kR, {n, s.c, s.h, s.w}, CUDNN_DATA_HALF);
+        ops.push_back(pointwise(keep, CUDNN_POINTWISE_ADD, dx, r, x)->d);
+      }
+    } else {
+      auto* fprop = new Desc(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+      keep.push_back(fprop);
+      fprop->set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, *conv_in)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, *w)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, *y)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, *conv)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, &alpha)
+          .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, &beta)
+          .finalize("convolution op");
+      ops.push_back(fprop->d);
+      if (variant >= kStats) {
+        Desc* sum = tensor(keep, kSum, {1, s.k, 1, 1}, CUDNN_DATA_FLOAT);
+        Desc* sqsum = tensor(keep, kSqSum, {1, s.k, 1, 1}, CUDNN_DATA_FLOAT);
+        cudnnGenStatsMode_t gmode = CUDNN_GENSTATS_SUM_SQSUM;
+        cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+        auto* stats = new Desc(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR);
+        keep.push_back(stats);
+        stats->set(CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE, &gmode)
+            .set(CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, &prec)
+            .set(CUDNN_ATTR_OPERATION_GENSTATS_XDESC, *y)
+            .set(CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, *sum)
+            .set(CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC, *sqsum)
+            .finalize("genstats op");
+        ops.push_back(stats->d);
+      }
     }
     Desc graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
     graph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, &handle)
@@ -202,8 +231,9 @@ Result run(cudnnHandle_t handle, const Shape& s, int64_t n, int variant, void* c
              static_cast<int64_t>(ops.size()))
         .finalize("operation graph");
     std::vector<int64_t> uids{kX, kW, kY};
-    if (variant >= 1) uids.insert(uids.end(), {kSum, kSqSum});
-    if (variant == 2) uids.insert(uids.end(), {kScale, kBias});
+    if (variant == kStats || variant == kPrologue) uids.insert(uids.end(), {kSum, kSqSum});
+    if (variant == kPrologue) uids.insert(uids.end(), {kScale, kBias});
+    if (variant == kDgradAdd) uids.push_back(kR);
     // Configurations from the instant heuristics, then the fallback list.
     for (cudnnBackendHeurMode_t hmode : {CUDNN_HEUR_MODE_INSTANT, CUDNN_HEUR_MODE_FALLBACK}) {
       Desc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
@@ -237,8 +267,8 @@ Result run(cudnnHandle_t handle, const Shape& s, int64_t n, int variant, void* c
           continue;
         }
         int64_t ws = 0, cnt = 0;
-        cudnnBackendGetAttribute(plan.d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                 CUDNN_TYPE_INT64, 1, &cnt, &ws);
+        cudnnBackendGetAttribute(plan.d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64,
+                                 1, &cnt, &ws);
         void* workspace = nullptr;
         if (ws > 0 && cudaMalloc(&workspace, ws) != cudaSuccess) continue;
         std::vector<void*> data;
@@ -294,41 +324,67 @@ int main(int argc, char** argv) {
     std::printf("copy: %.0f GB/s read + write\n", gbps);
     // torchvision's ResNet-50 (v1.5: the stride on the 3x3), one of each kind of convolution.
     const Shape shapes[] = {
-        {"l1 1x1 256>64 56", 256, 56, 56, 64, 1, 1},   {"l1 3x3 64>64 56", 64, 56, 56, 64, 3, 1},
-        {"l1 1x1 64>256 56", 64, 56, 56, 256, 1, 1},   {"l2 3x3/2 128 56>28", 128, 56, 56, 128, 3, 2},
-        {"l2 1x1 512>128 28", 512, 28, 28, 128, 1, 1}, {"l2 3x3 128 28", 128, 28, 28, 128, 3, 1},
-        {"l3 1x1 1024>256 14", 1024, 14, 14, 256, 1, 1}, {"l3 3x3 256 14", 256, 14, 14, 256, 3, 1},
-        {"l3 1x1 256>1024 14", 256, 14, 14, 1024, 1, 1}, {"l4 1x1 2048>512 7", 2048, 7, 7, 512, 1, 1},
-        {"l4 3x3 512 7", 512, 7, 7, 512, 3, 1},        {"l4 1x1 512>2048 7", 512, 7, 7, 2048, 1, 1},
+        {"l1 1x1 256>64 56", 256, 56, 56, 64, 1, 1},
+        {"l1 3x3 64>64 56", 64, 56, 56, 64, 3, 1},
+        {"l1 1x1 64>256 56", 64, 56, 56, 256, 1, 1},
+        {"l2 3x3/2 128 56>28", 128, 56, 56, 128, 3, 2},
+        {"l2 1x1 512>128 28", 512, 28, 28, 128, 1, 1},
+        {"l2 3x3 128 28", 128, 28, 28, 128, 3, 1},
+        {"l3 1x1 1024>256 14", 1024, 14, 14, 256, 1, 1},
+        {"l3 3x3 256 14", 256, 14, 14, 256, 3, 1},
+        {"l3 1x1 256>1024 14", 256, 14, 14, 1024, 1, 1},
+        {"l4 1x1 2048>512 7", 2048, 7, 7, 512, 1, 1},
+        {"l4 3x3 512 7", 512, 7, 7, 512, 3, 1},
+        {"l4 1x1 512>2048 7", 512, 7, 7, 2048, 1, 1},
     };
-    std::printf("%-20s %8s %8s %8s %8s  %s\n", "shape", "conv ms", "+stats", "+prolog",
-                "saved*", "(*: bytes of one read of Y, and a write and read of X, at copy speed)");
+    std::printf("%-20s %8s %8s %8s %8s  %s\n", "shape", "conv ms", "+stats", "+prolog", "saved*",
+                "(*: bytes of one read of Y, and a write and read of X, at copy speed)");
+    std::vector<std::string> dgrad_lines;
+    char line[256];
     for (const Shape& s : shapes) {
       const int64_t p = (s.h - 1) / s.stride + 1;
       const size_t xs = size_t(n) * s.c * s.h * s.w * 2, ws = size_t(s.k) * s.c * s.r * s.r * 2,
                    ys = size_t(n) * s.k * p * p * 2;
-      void* ptrs[kScale + 2] = {};
+      void* ptrs[kR + 1] = {};
       check(cudaMalloc(&ptrs[kX], xs), "malloc x"), check(cudaMalloc(&ptrs[kW], ws), "malloc w");
       check(cudaMalloc(&ptrs[kY], ys), "malloc y");
-      check(cudaMalloc(&ptrs[kSum], s.k * 4), "malloc"), check(cudaMalloc(&ptrs[kSqSum], s.k * 4), "m");
-      check(cudaMalloc(&ptrs[kScale], s.c * 2), "malloc"), check(cudaMalloc(&ptrs[kBias], s.c * 2), "m");
+      check(cudaMalloc(&ptrs[kSum], s.k * 4), "malloc"),
+          check(cudaMalloc(&ptrs[kSqSum], s.k * 4), "m");
+      check(cudaMalloc(&ptrs[kScale], s.c * 2), "malloc"),
+          check(cudaMalloc(&ptrs[kBias], s.c * 2), "m");
+      check(cudaMalloc(&ptrs[kR], xs), "malloc r");
       // 0x3c3c: about 1.06 in fp16 (zeros would flatter the tensor cores' power draw).
       cudaMemset(ptrs[kX], 0x3c, xs), cudaMemset(ptrs[kW], 0x3c, ws);
+      cudaMemset(ptrs[kY], 0x3c, ys), cudaMemset(ptrs[kR], 0x3c, xs);
       cudaMemset(ptrs[kScale], 0x3c, s.c * 2), cudaMemset(ptrs[kBias], 0, s.c * 2);
-      Result r[3];
-      for (int v = 0; v < 3; ++v) r[v] = run(handle, s, n, v, ptrs);
+      Result r[3], d[3];
+      for (int v = kConv; v <= kPrologue; ++v) r[v] = run(handle, s, n, v, ptrs);
+      for (int v = kDgrad; v <= kDgradAdd; ++v) d[v - kDgrad] = run(handle, s, n, v, ptrs);
       const double saved_ms = (ys + 2.0 * xs) / (gbps * 1e9) * 1e3;
       std::printf("%-20s", s.name);
-      for (const Result& x : r)
-        x.ran ? std::printf(" %8.3f", x.ms) : std::printf(" %8s", "-");
+      for (const Result& x : r) x.ran ? std::printf(" %8.3f", x.ms) : std::printf(" %8s", "-");
       std::printf(" %8.3f ", saved_ms);
       for (int v = 0; v < 3; ++v)
         std::printf(" [%d/%d%s%s]", r[v].ran, r[v].tried, r[v].ran ? "" : " ",
                     r[v].ran ? "" : r[v].note.c_str());
       std::printf("\n");
+      // The separate addition: two reads and a write of dX.
+      const double add_ms = 3.0 * xs / (gbps * 1e9) * 1e3;
+      int at = std::snprintf(line, sizeof line, "%-20s", s.name);
+      for (const Result& x : d)
+        at += x.ran ? std::snprintf(line + at, sizeof line - at, " %8.3f", x.ms)
+                    : std::snprintf(line + at, sizeof line - at, " %8s", "-");
+      at += std::snprintf(line + at, sizeof line - at, " %8.3f ", add_ms);
+      for (const Result& x : d)
+        at += std::snprintf(line + at, sizeof line - at, " [%d/%d%s%s]", x.ran, x.tried,
+                            x.ran ? "" : " ", x.ran ? "" : x.note.c_str());
+      dgrad_lines.push_back(line);
       for (void* q : ptrs)
         if (q) cudaFree(q);
     }
+    std::printf("\n%-20s %8s %8s %8s %8s  %s\n", "shape", "dgrad ms", "beta=1", "+add", "add*",
+                "(*: a separate addition, two reads and a write of dX, at copy speed)");
+    for (const auto& l : dgrad_lines) std::printf("%s\n", l.c_str());
     cudnnDestroy(handle);
   } catch (const std::string& e) {
     std::fprintf(stderr, "probe_conv_fusion: %s\n", e.c_str());
