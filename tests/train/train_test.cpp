@@ -69,7 +69,10 @@ TEST(Train, HostAndDeviceLoadersGiveTheSameRun) {
 // epochs on 12,000 images once ended at 21 % (the average's BatchNorm variances still held their
 // initial 1.0); the average now scores within 3 points of the raw model (measured on 20,000
 // images: 83.44 % against 83.56 % on the test split).  The accuracy the run reports, the
-// checkpoint's and the --save file's in faster eval are the same number.
+// checkpoint's and the --save file's in faster eval are the same number.  The weights themselves
+// are tested too, as torchvision's train.py tests the model beside its EMA: the same run without
+// the average trains the same weights (the average takes nothing from the training), so their
+// scores are that run's, every epoch, and the epoch line shows both.
 TEST(Train, EmaIsAGoodModelAndEveryReadingOfItAgrees) {
   REQUIRE_FASHION_MNIST();
   test::TempDir dir;
@@ -87,6 +90,20 @@ TEST(Train, EmaIsAGoodModelAndEveryReadingOfItAgrees) {
   const double raw = json("raw.json")["final_test_accuracy"];
   const double averaged = json("ema.json")["final_test_accuracy"];
   EXPECT_GT(averaged, raw - 3.0) << "raw " << raw << " %, average " << averaged << " %";
+  EXPECT_NE(r.output.find("(average; own weights: loss "), std::string::npos) << r.output;
+  const auto raw_epochs = json("raw.json")["epochs"], ema_epochs = json("ema.json")["epochs"];
+  ASSERT_EQ(raw_epochs.size(), 2u);
+  ASSERT_EQ(ema_epochs.size(), 2u);
+  for (size_t e = 0; e < 2; ++e) {
+    SCOPED_TRACE(e);
+    EXPECT_FALSE(raw_epochs[e].contains("own_test_accuracy"));
+    EXPECT_NEAR(ema_epochs[e]["own_test_accuracy"].get<double>(),
+                raw_epochs[e]["test_accuracy"].get<double>(), 1e-9);
+    EXPECT_NEAR(ema_epochs[e]["own_test_loss"].get<double>(),
+                raw_epochs[e]["test_loss"].get<double>(), 1e-6);
+    EXPECT_NE(ema_epochs[e]["own_test_loss"].get<double>(),
+              ema_epochs[e]["test_loss"].get<double>());
+  }
   for (const auto& weights : {dir / "c.ckpt", dir / "w.pt"}) {
     r = test::run_faster("eval --device cpu --weights " + weights.string() +
                          test::fashion_mnist_flag() + " --json " + (dir / "e.json").string());

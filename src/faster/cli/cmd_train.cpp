@@ -68,6 +68,9 @@ void print_epoch(const train::EpochStats& e, int epochs) {
   if (e.evaluated)
     std::printf("  test loss %.4f  test acc %.2f%%  top-5 %.2f%%", e.test_loss, e.test_accuracy,
                 e.test_top5);
+  if (e.evaluated && e.averaged)  // the scores above are the average's; torchvision shows both
+    std::printf("  (average; own weights: loss %.4f  acc %.2f%%  top-5 %.2f%%)", e.own_test_loss,
+                e.own_test_accuracy, e.own_test_top5);
   std::printf("  %.2fs (%.0f img/s)\n", e.seconds,
               e.train_seconds > 0 ? e.train_images / e.train_seconds : 0.0);
   std::fflush(stdout);

@@ -43,9 +43,11 @@ void EpochLoop::run_epoch(int epoch) {
   const bool evaluate =
       loaders_.val && ((epoch + 1) % o_.eval_every == 0 || epoch + 1 == o_.epochs);
   std::optional<Progress> bar;
+  const int64_t test_passes = !evaluate ? 0 : run_.stepper->ema() ? 2 : 1;
   if (job_.is_main())
     bar.emplace("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(o_.epochs),
-                steps_per_epoch_ + (evaluate ? loaders_.val->batches_per_epoch() : 0), "batch");
+                steps_per_epoch_ + (evaluate ? test_passes * loaders_.val->batches_per_epoch() : 0),
+                "batch");
   if (bar) bar->set_every(o_.print_freq);
   train_pass(epoch, bar, timer, t);
   train_seconds_ += t.seconds;
@@ -112,14 +114,25 @@ void EpochLoop::train_pass(int epoch, std::optional<Progress>& bar, const Timer&
 void EpochLoop::test_pass(int epoch, std::optional<Progress>& bar, const Trained& t) {
   auto& stepper = *run_.stepper;
   run_.model->eval();
+  own_eval_ = torch::Tensor();
+  if (stepper.ema()) {
+    evaluate(epoch, bar, t, false);
+    own_eval_ = stepper.take_eval_totals();
+  }
   stepper.swap_ema();
+  evaluate(epoch, bar, t, stepper.ema() != nullptr);
+  stepper.swap_ema();
+}
+
+void EpochLoop::evaluate(int epoch, std::optional<Progress>& bar, const Trained& t, bool average) {
+  auto& stepper = *run_.stepper;
   loaders_.val->start_epoch(0);
   while (auto b = loaders_.val->next()) {
     stepper.eval_batch(*b);
     if (interrupt_ && InterruptScope::received()) {
       // The epoch's training is done: it is saved before stopping (a long test pass interrupted
       // lost a whole epoch).
-      stepper.swap_ema();
+      if (average) stepper.swap_ema();
       if (torch::isfinite(stepper.sgd().flat_params()).all().item<bool>()) {
         // Its history holds the epoch too (untested): a resumed report has no gap.
         EpochStats e;
@@ -137,7 +150,6 @@ void EpochLoop::test_pass(int epoch, std::optional<Progress>& bar, const Trained
     }
     if (bar) bar->add();
   }
-  stepper.swap_ema();
 }
 
 EpochStats EpochLoop::record(int epoch, bool evaluated, const Trained& t, const Timer& timer) {
@@ -147,10 +159,14 @@ EpochStats EpochLoop::record(int epoch, bool evaluated, const Trained& t, const 
   int64_t skipped = loaders_.train_images ? loaders_.train_images->skipped_this_epoch() : 0;
   if (evaluated && loaders_.val_images) skipped += loaders_.val_images->skipped_this_epoch();
   auto totals = stepper.totals();
-  totals = torch::cat({totals, torch::full({1}, static_cast<double>(skipped), totals.options())});
+  // The weights' own test sums where the average was tested (else zeros), then the skipped count.
+  const auto own =
+      evaluated && own_eval_.defined() ? own_eval_ : torch::zeros({4}, totals.options());
+  totals = torch::cat({totals, own.to(totals.options()),
+                       torch::full({1}, static_cast<double>(skipped), totals.options())});
   if (job_.dist) job_.dist->all_reduce_sum(totals);
   totals = totals.to(torch::kCPU);  // the epoch's one host sync
-  const StepTotals sums = Stepper::read(totals);
+  const StepTotals sums = Stepper::read(totals.slice(0, 0, 5));
   EpochStats e;
   e.skipped_images = static_cast<int64_t>(totals[-1].item<double>());
   e.epoch = epoch + 1;
@@ -160,6 +176,15 @@ EpochStats EpochLoop::record(int epoch, bool evaluated, const Trained& t, const 
   if (evaluated) {
     const auto s = sums.scores();
     e.test_loss = s.loss, e.test_accuracy = s.top1, e.test_top5 = s.top5;
+    if (own_eval_.defined()) {
+      const auto v = totals.slice(0, 5, 9);
+      StepTotals own_sums;
+      own_sums.eval_loss = v[0].item<double>(), own_sums.top1 = v[1].item<double>();
+      own_sums.top5 = v[2].item<double>(), own_sums.evaluated = v[3].item<double>();
+      const auto o = own_sums.scores();
+      e.averaged = true;
+      e.own_test_loss = o.loss, e.own_test_accuracy = o.top1, e.own_test_top5 = o.top5;
+    }
   }
   e.seconds = timer.seconds();  // after the sync: the test pass's work done
   e.train_seconds = t.seconds;

@@ -32,6 +32,11 @@ nlohmann::json EpochStats::to_json() const {
     j["test_loss"] = test_loss;
     j["test_accuracy"] = test_accuracy;
     j["test_top5"] = test_top5;
+    if (averaged) {
+      j["own_test_loss"] = own_test_loss;
+      j["own_test_accuracy"] = own_test_accuracy;
+      j["own_test_top5"] = own_test_top5;
+    }
   }
   return j;
 }
@@ -62,6 +67,10 @@ EpochStats EpochStats::from_json(const nlohmann::json& j) {
     e.test_loss = j.value("test_loss", 0.0);
     e.test_accuracy = j.value("test_accuracy", 0.0);
     e.test_top5 = j.value("test_top5", 0.0);
+    e.averaged = j.contains("own_test_accuracy");
+    e.own_test_loss = j.value("own_test_loss", 0.0);
+    e.own_test_accuracy = j.value("own_test_accuracy", 0.0);
+    e.own_test_top5 = j.value("own_test_top5", 0.0);
   }
   return e;
 }

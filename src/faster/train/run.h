@@ -170,9 +170,13 @@ class EpochLoop {
   };
   // The training pass, timed from the epoch's start (`timer`).
   void train_pass(int epoch, std::optional<Progress>& bar, const Timer& timer, Trained& t);
-  // The test pass, on the weights' average where there is one; an interrupt saves the trained
-  // epoch before it stops.
+  // The test pass: the weights themselves, then (where the run keeps one) their average, whose
+  // scores are the epoch's (the weights' own are kept apart, own_eval_); an interrupt saves the
+  // trained epoch before it stops.
   void test_pass(int epoch, std::optional<Progress>& bar, const Trained& t);
+  // One pass over the test loader, on the weights in the model now (`average`: the average,
+  // swapped in).
+  void evaluate(int epoch, std::optional<Progress>& bar, const Trained& t, bool average);
   // The epoch's record from the job's sums (one read of the device), its seconds by `timer`
   // once they are read; stops a diverged run.
   EpochStats record(int epoch, bool evaluated, const Trained& t, const Timer& timer);
@@ -192,6 +196,7 @@ class EpochLoop {
   int64_t steps_per_epoch_ = 0, step_ = 0;
   int epochs_saved_ = 0;
   int64_t train_images_ = 0;
+  torch::Tensor own_eval_;  // the weights' own test sums where the average was tested
   double train_seconds_ = 0;
   data::LoaderStats before_;  // the training loader's, as the epoch started
   // Ctrl-C or SIGTERM stops a single process between steps and says where it stopped (the ranks

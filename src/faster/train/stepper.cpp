@@ -141,6 +141,14 @@ void Stepper::eval_batch(const data::Batch& b) {
       [this](const torch::Tensor& x, const torch::Tensor& y, int64_t) { eval_step(x, y); });
 }
 
+torch::Tensor Stepper::take_eval_totals() {
+  auto taken = torch::stack({eval_loss_sum_.to(torch::kDouble), top1_.to(torch::kDouble),
+                             top5_.to(torch::kDouble), evaluated_.to(torch::kDouble)});
+  // In place: a captured evaluation graph adds into these very tensors.
+  for (auto* t : {&eval_loss_sum_, &top1_, &top5_, &evaluated_}) t->zero_();
+  return taken;
+}
+
 torch::Tensor Stepper::totals() const {
   return torch::stack({loss_sum_.to(torch::kDouble), eval_loss_sum_.to(torch::kDouble),
                        top1_.to(torch::kDouble), top5_.to(torch::kDouble),

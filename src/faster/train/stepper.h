@@ -78,6 +78,9 @@ class Stepper {
   // its place in the epoch, which decides whether the average takes it in (every ema_every).
   void train_batch(const data::Batch& b, int64_t step = 0, int64_t epoch_step = 0);
   void eval_batch(const data::Batch& b);
+  // The evaluation's sums so far (loss, top-1, top-5, samples: a device tensor of 4 doubles),
+  // taken: the sums start again from zero (a second pass, the average's, scores apart).
+  torch::Tensor take_eval_totals();
 
   // The epoch's sums as one device tensor [train loss, eval loss, top1, top5] (for all-reduce)...
   torch::Tensor totals() const;

@@ -19,7 +19,12 @@ struct EpochStats {
   int epoch = 0;
   double train_loss = 0;
   bool evaluated = false;  // test_* hold this epoch's evaluation
+  // test_* score what the run tests, saves and reports: the average of the weights where it keeps
+  // one (--ema, --model-ema); then own_test_* score the weights themselves (averaged: true), as
+  // torchvision's train.py tests both.
   double test_loss = 0, test_accuracy = 0, test_top5 = 0;
+  bool averaged = false;
+  double own_test_loss = 0, own_test_accuracy = 0, own_test_top5 = 0;
   double seconds = 0;              // the whole epoch, evaluation included
   double train_seconds = 0;        // its training part
   double loader_wait_seconds = 0;  // of which the step waited for the training loader
