@@ -489,6 +489,30 @@ print("files", " ".join(sorted(os.listdir(path))))
   EXPECT_NE(py.output.find("files checkpoint.pth model_0.pth model_1.pth model_2.pth"),
             std::string::npos)
       << py.output;
+  // faster eval of the checkpoint scores at its run's test transforms (crop 28 of 32) as given
+  // by hand, read from its "args": faster's whole record there, or, in a checkpoint.pth as
+  // torchvision's train.py writes it (args an argparse.Namespace), val_crop_size and
+  // val_resize_size.  Before, it scored at 224 px with a warning.
+  const auto tv_args = test::run_python(R"PY(
+import argparse, os
+ck = torch.load(os.path.join(path, "checkpoint.pth"), map_location="cpu")
+ck["args"] = argparse.Namespace(**{k: v for k, v in ck["args"].items() if k != "faster"})
+torch.save(ck, os.path.join(path, "torchvision.pth"))
+)PY",
+                                        out);
+  ASSERT_EQ(tv_args.exit_code, 0) << tv_args.output;
+  const auto scored = [&](const std::string& weights, const std::string& flags) {
+    const auto e = test::run_faster("eval --device cpu --data " + data.string() + " --weights " +
+                                    (out / weights).string() + flags);
+    EXPECT_EQ(e.exit_code, 0) << e.output;
+    EXPECT_EQ(e.output.find("records no resolution"), std::string::npos) << e.output;
+    EXPECT_NE(e.output.find(" at 28 px: top-1 "), std::string::npos) << e.output;
+    const auto at = e.output.find("top-1 ");
+    return at == std::string::npos ? -1.0 : std::stod(e.output.substr(at + 6));
+  };
+  const double by_hand = scored("checkpoint.pth", " --val-res 28 --val-resize 32");
+  EXPECT_EQ(scored("checkpoint.pth", ""), by_hand);
+  EXPECT_EQ(scored("torchvision.pth", ""), by_hand);
   // A flipped byte inside a tensor of model_1.pth: faster eval, --test-only and --resume refuse
   // it by its entry's CRC-32.
   const auto damaged = out / "model_1.pth";

@@ -113,7 +113,7 @@ void check_weights_file(const fs::path& path, const std::string& flag) {
   if (!fs::is_regular_file(path, ec)) FASTER_THROW(named, " is not a regular file");
 }
 
-c10::Dict<std::string, torch::Tensor> read_state_dict(const fs::path& path) {
+c10::Dict<std::string, torch::Tensor> read_state_dict(const fs::path& path, nlohmann::json* args) {
   const auto where = path.string();
   check_weights_file(path, "");
   check_archive_crcs(path);  // LibTorch's reader does not
@@ -157,7 +157,8 @@ c10::Dict<std::string, torch::Tensor> read_state_dict(const fs::path& path) {
     return t;
   };
   auto [pickle, size] = record("data.pkl");
-  return unpickle_state_dict(static_cast<const char*>(pickle.get()), size, load_storage, where);
+  return unpickle_state_dict(static_cast<const char*>(pickle.get()), size, load_storage, where,
+                             args);
 }
 
 void copy_state_dict(const c10::Dict<std::string, torch::Tensor>& dict, const std::string& prefix,

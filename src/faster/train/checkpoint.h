@@ -36,7 +36,9 @@ void load_state_dict(torch::nn::Module& module, const std::filesystem::path& pat
 // file; the message starts with `flag` and the path.
 void check_weights_file(const std::filesystem::path& path, const std::string& flag);
 // The tensors of a saved state_dict (either writer's), on the CPU, by name in the file's order.
-c10::Dict<std::string, torch::Tensor> read_state_dict(const std::filesystem::path& path);
+// `args` (optional): a checkpoint dict's "args" (torchvision's train.py's arguments) as JSON.
+c10::Dict<std::string, torch::Tensor> read_state_dict(const std::filesystem::path& path,
+                                                      nlohmann::json* args = nullptr);
 // Copies dict[prefix + name] into each parameter and buffer of `module`: every one must be there
 // with its shape, and nothing else under the prefix, but the names in `fresh`, which keep their
 // values whatever the dict holds of them.  Errors name `path`.

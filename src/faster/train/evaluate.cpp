@@ -50,7 +50,7 @@ c10::Dict<std::string, torch::Tensor> as_plain_state_dict(
 
 SavedModel read_saved_model(const std::string& file) {
   SavedModel s;
-  s.dict = as_plain_state_dict(read_state_dict(file));
+  s.dict = as_plain_state_dict(read_state_dict(file, &s.args));
   s.prefix = is_checkpoint(s.dict) ? "model." : "";
   std::map<std::string, std::vector<int64_t>> shapes;
   for (const auto& kv : s.dict)
@@ -115,6 +115,25 @@ struct Weights : SavedModel {
   bool ema = false;          // the average of the weights is scored
 };
 
+// What a torchvision checkpoint's "args" say of its run as faster records runs: the whole record
+// where faster wrote the checkpoint (--output-dir: args["faster"]), else train.py's test
+// transforms (val_crop_size, val_resize_size); empty where they say neither.
+nlohmann::json run_of_torchvision_args(const nlohmann::json& args) {
+  auto run = nlohmann::json::object();
+  if (!args.is_object()) return run;
+  if (const auto f = args.find("faster"); f != args.end() && f->is_string()) {
+    auto whole = nlohmann::json::parse(f->get<std::string>(), nullptr, /*allow_exceptions=*/false);
+    if (whole.is_object()) return whole;
+  }
+  const auto crop = args.find("val_crop_size"), resize = args.find("val_resize_size");
+  if (crop != args.end() && crop->is_number_integer() && crop->get<int64_t>() > 0) {
+    run["val_res"] = crop->get<int64_t>();
+    if (resize != args.end() && resize->is_number_integer() && resize->get<int64_t>() > 0)
+      run["val_resize"] = resize->get<int64_t>();
+  }
+  return run;
+}
+
 Weights read_weights(const EvalOptions& e, const TrainingData& d) {
   Weights w;
   static_cast<SavedModel&>(w) = read_saved_model(e.weights);
@@ -128,6 +147,7 @@ Weights read_weights(const EvalOptions& e, const TrainingData& d) {
   if (!w.meta.is_object()) w.meta = nlohmann::json::object();
   check_class_names(w.meta, d, e.weights);
   w.run = w.meta.value("options", nlohmann::json::object());
+  if (w.run.empty()) w.run = run_of_torchvision_args(w.args);
   // A checkpoint holds the average of the weights (--ema) beside them: what its run tested, and
   // what is scored by default.  Saved weights already are what the run tested.
   w.ema_decay = w.prefix.empty() ? 0.0 : w.run.value("ema", 0.0);

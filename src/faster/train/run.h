@@ -135,6 +135,7 @@ struct SavedModel {
   c10::Dict<std::string, torch::Tensor> dict;
   std::string prefix;
   models::ModelOptions mo;
+  nlohmann::json args;  // a torchvision checkpoint dict's "args" (train.py's), else null
 };
 SavedModel read_saved_model(const std::string& file);
 

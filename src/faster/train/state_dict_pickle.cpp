@@ -339,11 +339,14 @@ class Unpickler {
           push(call(callable, args));
           break;
         }
-        case BUILD:  // an OrderedDict's attributes (_metadata), an object's state: not needed
-          pop();
+        case BUILD: {  // an OrderedDict's attributes (_metadata): not needed; an object's state
+          const Value state = pop();
           if (top().kind != Value::kDict && top().kind != Value::kObject)
             fail("BUILD on something other than a dict or an object");
+          // An object's attributes (argparse.Namespace's: train.py's "args"), kept to be read.
+          if (top().kind == Value::kObject && state.kind == Value::kDict) top().items = state.items;
           break;
+        }
         case BINPERSID:
           push(storage(pop()));
           break;
@@ -549,11 +552,45 @@ class Unpickler {
   std::string object_;  // the first model class the pickle instantiates (is_model_class)
 };
 
+// A pickled value as JSON, as far as JSON has it: None, numbers, strings, lists and tuples, dicts
+// with string keys and objects' attributes; anything else (tensors, classes) null.
+nlohmann::json to_json(const Value& v, int depth = 0) {
+  if (depth > 8) return nullptr;
+  switch (v.kind) {
+    case Value::kBool:
+      return v.i != 0;
+    case Value::kInt:
+      return v.i;
+    case Value::kFloat:
+      return v.f;
+    case Value::kString:
+      return v.s;
+    case Value::kTuple:
+    case Value::kList: {
+      auto a = nlohmann::json::array();
+      for (const auto& item : *v.items) a.push_back(to_json(item, depth + 1));
+      return a;
+    }
+    case Value::kDict:
+    case Value::kObject: {
+      if (!v.items) return nullptr;
+      auto o = nlohmann::json::object();
+      for (size_t k = 0; k + 1 < v.items->size(); k += 2)
+        if ((*v.items)[k].kind == Value::kString)
+          o[(*v.items)[k].s] = to_json((*v.items)[k + 1], depth + 1);
+      return o;
+    }
+    default:
+      return nullptr;
+  }
+}
+
 }  // namespace
 
 c10::Dict<std::string, torch::Tensor> unpickle_state_dict(const char* data, size_t size,
                                                           const StorageLoader& load_storage,
-                                                          const std::string& where) {
+                                                          const std::string& where,
+                                                          nlohmann::json* args) {
   Value root;
   Unpickler unpickler(data, size, load_storage);
   try {
@@ -595,6 +632,10 @@ c10::Dict<std::string, torch::Tensor> unpickle_state_dict(const char* data, size
                               : "a dict of " + named + ", none of them name -> tensor",
                  "; a checkpoint dict is read where its \"model\" or \"state_dict\" is one)");
   }
+  if (args && dict != &root)
+    for (size_t k = 0; k + 1 < root.items->size(); k += 2)
+      if ((*root.items)[k].kind == Value::kString && (*root.items)[k].s == "args")
+        *args = to_json((*root.items)[k + 1]);
   c10::Dict<std::string, torch::Tensor> out;
   const auto& items = *dict->items;
   for (size_t k = 0; k < items.size(); k += 2)

@@ -8,6 +8,8 @@
 #include <ATen/core/Dict.h>
 #include <torch/types.h>
 
+#include <nlohmann/json.hpp>
+
 #include <functional>
 #include <string>
 
@@ -21,9 +23,11 @@ using StorageLoader =
 // Name -> tensor, in the pickle's order: the dict itself, or where it is not one, its "model" (or
 // "state_dict") entry (torchvision's references' checkpoint.pth).  Throws faster::Error (its
 // message prefixed by `where`) on anything else, naming a whole pickled model as such, and on
-// opcodes those writers do not use.
+// opcodes those writers do not use.  `args` (optional): such a checkpoint's "args" as JSON
+// (train.py's argparse.Namespace by its attributes, or a dict), else left as it was.
 c10::Dict<std::string, torch::Tensor> unpickle_state_dict(const char* data, size_t size,
                                                           const StorageLoader& load_storage,
-                                                          const std::string& where);
+                                                          const std::string& where,
+                                                          nlohmann::json* args = nullptr);
 
 }  // namespace faster::train
