@@ -162,8 +162,8 @@ EpochStats EpochLoop::record(int epoch, bool evaluated, const Trained& t, const 
   // The weights' own test sums where the average was tested (else zeros), then the skipped count.
   const auto own =
       evaluated && own_eval_.defined() ? own_eval_ : torch::zeros({4}, totals.options());
-  totals = torch::cat({totals, own.to(totals.options()),
-                       torch::full({1}, static_cast<double>(skipped), totals.options())});
+  totals =
+      torch::cat({totals, own, torch::full({1}, static_cast<double>(skipped), totals.options())});
   if (job_.dist) job_.dist->all_reduce_sum(totals);
   totals = totals.to(torch::kCPU);  // the epoch's one host sync
   const StepTotals sums = Stepper::read(totals.slice(0, 0, 5));
@@ -177,11 +177,7 @@ EpochStats EpochLoop::record(int epoch, bool evaluated, const Trained& t, const 
     const auto s = sums.scores();
     e.test_loss = s.loss, e.test_accuracy = s.top1, e.test_top5 = s.top5;
     if (own_eval_.defined()) {
-      const auto v = totals.slice(0, 5, 9);
-      StepTotals own_sums;
-      own_sums.eval_loss = v[0].item<double>(), own_sums.top1 = v[1].item<double>();
-      own_sums.top5 = v[2].item<double>(), own_sums.evaluated = v[3].item<double>();
-      const auto o = own_sums.scores();
+      const auto o = Stepper::read_eval(totals.slice(0, 5, 9)).scores();
       e.averaged = true;
       e.own_test_loss = o.loss, e.own_test_accuracy = o.top1, e.own_test_top5 = o.top5;
     }

@@ -141,18 +141,20 @@ void Stepper::eval_batch(const data::Batch& b) {
       [this](const torch::Tensor& x, const torch::Tensor& y, int64_t) { eval_step(x, y); });
 }
 
+torch::Tensor Stepper::eval_totals() const {
+  return torch::stack({eval_loss_sum_.to(torch::kDouble), top1_.to(torch::kDouble),
+                       top5_.to(torch::kDouble), evaluated_.to(torch::kDouble)});
+}
+
 torch::Tensor Stepper::take_eval_totals() {
-  auto taken = torch::stack({eval_loss_sum_.to(torch::kDouble), top1_.to(torch::kDouble),
-                             top5_.to(torch::kDouble), evaluated_.to(torch::kDouble)});
+  auto taken = eval_totals();
   // In place: a captured evaluation graph adds into these very tensors.
   for (auto* t : {&eval_loss_sum_, &top1_, &top5_, &evaluated_}) t->zero_();
   return taken;
 }
 
 torch::Tensor Stepper::totals() const {
-  return torch::stack({loss_sum_.to(torch::kDouble), eval_loss_sum_.to(torch::kDouble),
-                       top1_.to(torch::kDouble), top5_.to(torch::kDouble),
-                       evaluated_.to(torch::kDouble)});
+  return torch::cat({loss_sum_.to(torch::kDouble).reshape({1}), eval_totals()});
 }
 
 StepTotals::Scores StepTotals::scores() const {
@@ -161,9 +163,16 @@ StepTotals::Scores StepTotals::scores() const {
 }
 
 StepTotals Stepper::read(const torch::Tensor& totals) {
-  const auto t = totals.to(torch::kCPU, torch::kDouble).contiguous();
+  const auto host = totals.to(torch::kCPU, torch::kDouble);  // one read of the device
+  StepTotals t = read_eval(host.slice(0, 1, 5));
+  t.train_loss = host[0].item<double>();
+  return t;
+}
+
+StepTotals Stepper::read_eval(const torch::Tensor& eval_totals) {
+  const auto t = eval_totals.to(torch::kCPU, torch::kDouble).contiguous();
   const double* v = t.data_ptr<double>();
-  return {v[0], v[1], v[2], v[3], v[4]};
+  return {0, v[0], v[1], v[2], v[3]};
 }
 
 double Stepper::train_loss_so_far() const {

@@ -82,10 +82,13 @@ class Stepper {
   // taken: the sums start again from zero (a second pass, the average's, scores apart).
   torch::Tensor take_eval_totals();
 
-  // The epoch's sums as one device tensor [train loss, eval loss, top1, top5] (for all-reduce)...
+  // The epoch's sums as one device tensor [train loss, eval loss, top1, top5, samples] (for
+  // all-reduce)...
   torch::Tensor totals() const;
-  // ...and read back on the host (syncs).
+  // ...and read back on the host (syncs); read_eval: the evaluation's four alone (as
+  // take_eval_totals gives them; train_loss 0).
   static StepTotals read(const torch::Tensor& totals);
+  static StepTotals read_eval(const torch::Tensor& eval_totals);
   // The training loss summed so far this epoch (syncs; for progress lines).
   double train_loss_so_far() const;
 
@@ -106,6 +109,8 @@ class Stepper {
                const std::function<void(const char*)>& mark = {});
 
  private:
+  // The evaluation's sums as one device tensor [loss, top1, top5, samples] of doubles.
+  torch::Tensor eval_totals() const;
   using StepFn = std::function<void(const torch::Tensor&, const torch::Tensor&, int64_t)>;
   struct Captured {
     StepGraph graph;
