@@ -5,7 +5,9 @@
 #   floor   the matrix rate (bf16 and fp16, 8192^3) and the copy bandwidth, through torch
 #   levers  model alone (--loader synthetic), ResNet-50 and -18, each lever (FASTER_RESNET_LEVERS,
 #           models/resnet.h) on top of the last: base (none: the code before them), input, stem,
-#           pool, bf16 (--amp-dtype bf16 with the fused batch norm; bf16_unfused: --no-fuse),
+#           pool, shortcut (the shortcut's gradient inside the convolution: beta = 1;
+#           shortcut_add: in its epilogue), bf16 (--amp-dtype bf16 with the fused batch norm;
+#           bf16_unfused: --no-fuse),
 #           batch (--batch BIG); each run profiles its third epoch (--profile), its second is timed
 #   peer    ref_imagenet.py --compile --loader synthetic --amp --bf16 --channels-last (the peer,
 #           timed; PEER_MIN: the seconds a model's run needs, default 150), then
@@ -62,7 +64,7 @@ alone() {
 
 if phase build; then
   FASTER_TESTS=${BUILD_TESTS:-OFF} TARGETS="${TARGETS:-faster}" FASTER_FASHION_MNIST=$kit/fmnist \
-    GPU_TESTS=${GPU_TESTS:-'FusedBatchNormRelu*:MaxPool*:PixelNormalizer*:ResNet*:*Graph*:ImageLoader.OnAGpu*'} \
+    GPU_TESTS=${GPU_TESTS:-'FusedBatchNormRelu*:ConvAndShortcut*:MaxPool*:PixelNormalizer*:ResNet*:*Graph*:ImageLoader.OnAGpu*'} \
     bash scripts/device/build.sh || exit 1
   echo "== built and tested at $(($(date +%s) - t0)) s"
 fi
@@ -96,6 +98,9 @@ if phase levers; then
         input) alone "${m}_input" "$m" FASTER_RESNET_LEVERS=input -- ;;
         stem) alone "${m}_stem" "$m" FASTER_RESNET_LEVERS=input,stem -- ;;
         pool) alone "${m}_pool" "$m" FASTER_RESNET_LEVERS=input,stem,pool -- ;;
+        shortcut) alone "${m}_shortcut" "$m" FASTER_RESNET_LEVERS=input,stem,pool,shortcut -- ;;
+        shortcut_add)
+          alone "${m}_shortcut_add" "$m" FASTER_RESNET_LEVERS=input,stem,pool,shortcut_add -- ;;
         bf16) alone "${m}_bf16" "$m" FASTER_RESNET_LEVERS=input,stem,pool,bf16 -- --amp-dtype bf16 ;;
         bf16_unfused) alone "${m}_bf16_unfused" "$m" -- --amp-dtype bf16 --no-fuse ;;
         batch) alone "${m}_batch" "$m" FASTER_RESNET_LEVERS=input,stem,pool -- \

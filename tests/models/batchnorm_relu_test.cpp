@@ -144,9 +144,10 @@ TEST(FusedBatchNormRelu, AppliesOnlyWhereItCan) {
 // unfused one's (+1e-3); per parameter (largest difference) 3x (+0.05), as single gradients scatter
 // more (on an H200, 2026-12-03, three of 62 were 1.6-1.9x the unfused error, 0.19-0.31 against
 // 0.11-0.17).  A wrong fused kernel (a dropped residual, a misplaced ReLU) errs by about 100 %.
-void check_resnet_step(train::Precision precision) {
+void check_resnet_step(train::Precision precision, const std::string& arch = "resnet18") {
+  SCOPED_TRACE(arch);
   ResNetOptions o;
-  o.arch = "resnet18", o.classes = 10, o.fused = true;
+  o.arch = arch, o.classes = 10, o.fused = true;
   torch::manual_seed(1);
   ResNet fused(o);
   o.fused = false;
@@ -273,6 +274,72 @@ TEST(FusedBatchNormRelu, ResNetStepIsAsAccurateAsUnfusedInBf16) {
   if (!bf16_applies()) GTEST_SKIP() << "this cuDNN has no fused batch norm for bf16";
   const Levers levers("bf16");  // off by default until this test has passed on the GPU machine
   check_resnet_step(train::Precision::kBFloat16);
+}
+
+// The shortcut lever: each identity block's shortcut gradient added inside its first
+// convolution's data-gradient pass.  The whole step, ResNet-18 (basic blocks: a 3x3 first
+// convolution) and ResNet-50 (bottlenecks: 1x1), held to the fused step's bounds above.
+TEST(FusedBatchNormRelu, ResNetStepWithTheShortcutInTheConvolutionIsAsAccurate) {
+  SKIP_WITHOUT_GPU();
+  for (const char* lever : {"shortcut", "shortcut_add"}) {
+    SCOPED_TRACE(lever);
+    const Levers levers((std::string("stem,pool,") + lever).c_str());
+    check_resnet_step(train::Precision::kFloat16, "resnet18");
+    check_resnet_step(train::Precision::kFloat16, "resnet50");
+  }
+}
+
+// conv_and_shortcut (the sum by beta = 1 and in the epilogue) against LibTorch's convolution and
+// autograd's sum of the two gradients, from the same fp16 (bf16) inputs on the GPU: the output,
+// x's gradient (the convolution's data gradient plus the shortcut's) and the weight's, for
+// ResNet's first-convolution shapes (1x1 narrowing, 3x3 with padding).  cuDNN adds in float before rounding once where LibTorch rounds
+// the data gradient and then the sum: they may differ by about a rounding of the type (2^-11,
+// 2^-8), allowed 4 of them relative to the largest value; a dropped shortcut gradient or a
+// transposed filter errs by about 100 %.
+TEST(ConvAndShortcut, GradientsAreLibTorchsConvolutionPlusTheShortcuts) {
+  SKIP_WITHOUT_GPU();
+  const auto cl = torch::MemoryFormat::ChannelsLast;
+  struct Shape {
+    int64_t in, out, k, pad;
+  };
+  for (const bool epilogue : {false, true})
+    for (const auto type : {torch::kHalf, torch::kBFloat16})
+      for (const auto& sh : {Shape{256, 64, 1, 0}, Shape{64, 64, 3, 1}}) {
+        SCOPED_TRACE(::testing::Message() << (epilogue ? "epilogue " : "beta ") << type << " "
+                                          << sh.in << ">" << sh.out << " " << sh.k << "x" << sh.k);
+        torch::manual_seed(5);
+        torch::nn::Conv2d conv(
+            torch::nn::Conv2dOptions(sh.in, sh.out, sh.k).padding(sh.pad).bias(false));
+        conv->to(torch::kCUDA);
+        conv->weight.set_data(conv->weight.data().contiguous(cl));
+        const auto x = torch::randn({8, sh.in, 14, 14}, torch::kCUDA).to(type).contiguous(cl);
+        ASSERT_TRUE(conv_and_shortcut_applies(x, *conv));
+        EXPECT_FALSE(conv_and_shortcut_applies(x.contiguous(), *conv));       // NCHW
+        EXPECT_FALSE(conv_and_shortcut_applies(x.to(torch::kFloat), *conv));  // float
+        const auto up_y = torch::randn({8, sh.out, 14, 14}, torch::kCUDA);
+        const auto up_s = torch::randn({8, sh.in, 14, 14}, torch::kCUDA);
+        std::vector<torch::Tensor> ys, dxs, dws;
+        for (const bool ours : {true, false}) {
+          const auto xi = x.detach().clone(cl).requires_grad_(true);
+          conv->weight.mutable_grad() = torch::Tensor();
+          torch::Tensor y, s;
+          if (ours) {
+            std::tie(y, s) = conv_and_shortcut(xi, *conv, epilogue);
+          } else {
+            y = torch::conv2d(xi, conv->weight.to(type), {}, 1, sh.pad);
+            s = xi;
+          }
+          ((y.to(torch::kFloat) * up_y).sum() + (s.to(torch::kFloat) * up_s).sum()).backward();
+          ys.push_back(y.detach());
+          dxs.push_back(xi.grad());
+          dws.push_back(conv->weight.grad().clone());
+        }
+        const double k = type == torch::kBFloat16 ? 8 : 1;
+        EXPECT_LT(relative_error(ys[0], ys[1]), k * 2e-3);
+        EXPECT_LT(relative_error(dxs[0], dxs[1]), k * 2e-3);
+        EXPECT_LT(relative_error(dws[0], dws[1]), k * 2e-3);
+        EXPECT_TRUE(dxs[0].is_contiguous(cl));
+      }
 }
 
 }  // namespace

@@ -74,16 +74,23 @@ nn::Sequential downsample(int in, int out, int stride, const ResNetOptions& o) {
   return nn::Sequential(conv(in, out, 1, stride), norm_layer(out, o));
 }
 
+// The norm as cuDNN's fused batch norm takes it, for x and residual; null where that does not
+// apply.
+nn::BatchNorm2dImpl* fused_norm(nn::AnyModule& norm, const torch::Tensor& x,
+                                const torch::Tensor& residual, const ResNetOptions& o) {
+  if (!o.fused) return nullptr;
+  auto* bn = norm.ptr()->as<nn::BatchNorm2dImpl>();
+  return bn && (x.scalar_type() != torch::kBFloat16 || resnet_lever("bf16")) &&
+                 fused_batch_norm_relu_applies(x, *bn, residual)
+             ? bn
+             : nullptr;
+}
+
 // relu(norm(x) + residual) (no residual: relu(norm(x))): cuDNN's fused batch norm where it
 // applies, else the norm, the in-place add and the in-place ReLU as torchvision runs them.
 torch::Tensor norm_add_relu(nn::AnyModule& norm, const torch::Tensor& x,
                             const torch::Tensor& residual, const ResNetOptions& o) {
-  if (o.fused) {
-    auto* bn = norm.ptr()->as<nn::BatchNorm2dImpl>();
-    if (bn && (x.scalar_type() != torch::kBFloat16 || resnet_lever("bf16")) &&
-        fused_batch_norm_relu_applies(x, *bn, residual))
-      return fused_batch_norm_relu(x, *bn, residual);
-  }
+  if (auto* bn = fused_norm(norm, x, residual, o)) return fused_batch_norm_relu(x, *bn, residual);
   auto out = norm.forward(x);
   if (residual.defined()) out += residual;
   return out.relu_();
@@ -113,6 +120,19 @@ class ResidualBlock : public nn::Cloneable<Block> {
   torch::Tensor shortcut(const torch::Tensor& x) {
     return downsample_ ? downsample_->forward(x) : x;
   }
+  // The block's first convolution of x, and (where the "shortcut" or "shortcut_add" lever
+  // applies) the identity shortcut whose gradient that convolution's backward adds in
+  // (conv_and_shortcut): an identity shortcut, in a pass that records gradients, into a last norm
+  // that runs fused (its backward gives the shortcut's gradient a buffer of its own).  Elsewhere
+  // the shortcut is undefined and the block takes shortcut(x) where it always has.
+  std::pair<torch::Tensor, torch::Tensor> enter(nn::Conv2d& first, nn::AnyModule& last_norm,
+                                                const torch::Tensor& x) {
+    const bool beta = resnet_lever("shortcut"), epilogue = !beta && resnet_lever("shortcut_add");
+    if (!downsample_ && (beta || epilogue) && torch::GradMode::is_enabled() &&
+        fused_norm(last_norm, x, x, options_) && conv_and_shortcut_applies(x, *first))
+      return conv_and_shortcut(x, *first, epilogue);
+    return {first->forward(x), {}};
+  }
 
   int in_, planes_, stride_;
   ResNetOptions options_;
@@ -135,8 +155,9 @@ class BasicBlockImpl : public ResidualBlock<BasicBlockImpl> {
     add_shortcut(planes_ * kExpansion, bn2_);
   }
   torch::Tensor forward(torch::Tensor x) {
-    auto out = norm_add_relu(bn1_, conv1_->forward(x), {}, options_);
-    return norm_add_relu(bn2_, conv2_->forward(out), shortcut(x), options_);
+    auto [first, skip] = enter(conv1_, bn2_, x);
+    auto out = norm_add_relu(bn1_, first, {}, options_);
+    return norm_add_relu(bn2_, conv2_->forward(out), skip.defined() ? skip : shortcut(x), options_);
   }
 
  private:
@@ -168,9 +189,10 @@ class BottleneckImpl : public ResidualBlock<BottleneckImpl> {
     add_shortcut(out, bn3_);
   }
   torch::Tensor forward(torch::Tensor x) {
-    auto out = norm_add_relu(bn1_, conv1_->forward(x), {}, options_);
+    auto [first, skip] = enter(conv1_, bn3_, x);
+    auto out = norm_add_relu(bn1_, first, {}, options_);
     out = norm_add_relu(bn2_, conv2_->forward(out), {}, options_);
-    return norm_add_relu(bn3_, conv3_->forward(out), shortcut(x), options_);
+    return norm_add_relu(bn3_, conv3_->forward(out), skip.defined() ? skip : shortcut(x), options_);
   }
 
  private:

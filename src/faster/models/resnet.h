@@ -48,8 +48,14 @@ struct ResNetOptions {
 //   stem   the stem convolution fed 4 channels (ResNetImpl::stem)
 //   pool   the stem's max-pool through faster's kernels (models/max_pool.h)
 //   bf16   cuDNN's fused BatchNorm + add + ReLU in bf16 as in fp16 (models/batchnorm_relu.h)
+//   shortcut  an identity block's shortcut gradient added inside its first convolution's
+//          data-gradient pass (conv_and_shortcut, models/batchnorm_relu.h: cuDNN's beta = 1),
+//          not by autograd after; shortcut_add: the same sum in the pass's epilogue
 // pool is on: bit for bit LibTorch's (GPU tests, H100), and it took the fp16 step from 14.65 to
 // 12.77 ms (ResNet-18) and 44.9 to 42.9 ms (ResNet-50) on an H100 (2026-12-07, BENCHMARKS.md).
+// shortcut and shortcut_add are off: written, through cuDNN's graph API, to spare ResNet-50's
+// step most of its 2.7 ms of additions (H100); through the legacy API the same sum was 4x slower
+// (BENCHMARKS.md); not yet timed on a GPU.
 // bf16 is on: its tests pass there, and it took the bf16 step's GPU time from 53.7 to 39.9 ms
 // (ResNet-50) on an H200 (BENCHMARKS.md).
 // Naming a list is also how each lever's gain is measured.
