@@ -628,6 +628,17 @@ for n in sorted(dir(R)):
         << e.what();
   }
   EXPECT_THROW(train::torchvision_weights("ViT_B_16_Weights.IMAGENET1K_V1"), UsageError);
+  // A bare tag is --model's, as torchvision's WeightsEnum.verify reads a string; the rest as is.
+  EXPECT_EQ(train::qualify_weights_tag("IMAGENET1K_V2", "resnet50"),
+            "ResNet50_Weights.IMAGENET1K_V2");
+  EXPECT_EQ(train::qualify_weights_tag("DEFAULT", "wide_resnet50_2"),
+            "Wide_ResNet50_2_Weights.DEFAULT");
+  for (const char* text : {"ResNet50_Weights.IMAGENET1K_V2", "weights.pth", "dir/V1", "v1"})
+    EXPECT_EQ(train::qualify_weights_tag(text, "resnet18"), text);
+  EXPECT_THROW(train::torchvision_weights(train::qualify_weights_tag("V9", "resnet18")),
+               UsageError);  // an unknown tag: the enum's tags listed, as above
+  EXPECT_THROW(train::qualify_weights_tag("IMAGENET1K_V1", ""), UsageError);
+  EXPECT_THROW(train::qualify_weights_tag("IMAGENET1K_V1", "thinnet"), UsageError);
   // The cache folder: $TORCH_HOME, else $XDG_CACHE_HOME/torch, else ~/.cache/torch, as torch's.
   const char* home = std::getenv("HOME");
   const std::string saved_home = home ? home : "";
@@ -650,9 +661,10 @@ for n in sorted(dir(R)):
   setenv("HOME", saved_home.c_str(), 1);
 }
 
-// train.py --test-only --weights NAME, and eval --weights NAME: the file torchvision downloaded
-// into torch's cache, scored at the resize torchvision's transforms for them take (ResNet-50's V2:
-// 232, not 256); a missing file is an error that says where it goes and where it comes from.
+// train.py --test-only --weights NAME, and eval --weights NAME (or a tag of --model's): the file
+// torchvision downloaded into torch's cache, scored at the resize torchvision's transforms for them
+// take (ResNet-50's V2: 232, not 256); a missing file is an error that says where it goes and where
+// it comes from.
 TEST(TorchvisionFlags, WeightsByNameAreScoredFromTorchsCacheAtTheirResize) {
   if (!test::have_python_module("torchvision")) GTEST_SKIP() << "no Python torchvision";
   const test::TempDir dir;
@@ -689,7 +701,11 @@ TEST(TorchvisionFlags, WeightsByNameAreScoredFromTorchsCacheAtTheirResize) {
           " --weights ResNet50_Weights.IMAGENET1K_V2 --val-resize-size 240 --device cpu --json "
           "(dir)/resumed240.json",
       "eval --weights " + file.string() + " --val-res 224 --val-resize 240" + data +
-          "(dir)/240.json"};
+          "(dir)/240.json",
+      // The tag alone, of --model's enum, as train.py's get_model reads it.
+      "eval --model resnet50 --weights IMAGENET1K_V2" + data + "(dir)/tag.json",
+      "train --data-path " + (dir.path() / "data").string() +
+          " --test-only --model resnet50 --weights DEFAULT --device cpu --json (dir)/tag2.json"};
   for (auto& l : lines) {
     l.replace(l.find("(dir)"), 5, dir.path().string());
     const auto r = test::run_faster_env(env, l);
@@ -699,6 +715,8 @@ TEST(TorchvisionFlags, WeightsByNameAreScoredFromTorchsCacheAtTheirResize) {
   EXPECT_DOUBLE_EQ(loss("test_only.json"), loss("232.json"));
   EXPECT_DOUBLE_EQ(loss("resumed.json"), loss("232.json"));
   EXPECT_DOUBLE_EQ(loss("resumed240.json"), loss("240.json"));
+  EXPECT_DOUBLE_EQ(loss("tag.json"), loss("232.json"));
+  EXPECT_DOUBLE_EQ(loss("tag2.json"), loss("232.json"));
   EXPECT_NE(loss("232.json"), loss("256.json"));  // the resize is seen
   // No file in the cache: where it goes, and where it comes from.
   auto r = test::run_faster_env(
@@ -720,6 +738,16 @@ TEST(TorchvisionFlags, WeightsByNameAreScoredFromTorchsCacheAtTheirResize) {
                                     (dir.path() / "x.json").string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("resnet50's, not --model resnet18's"), std::string::npos) << r.output;
+  // A tag alone: eval needs --model; train.py's spelling takes its default, resnet18 (whose file
+  // is not in this cache).
+  r = test::run_faster_env(
+      env, "eval --weights IMAGENET1K_V2" + data + (dir.path() / "x.json").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("needs --model"), std::string::npos) << r.output;
+  r = test::run_faster_env(env, "train --data-path " + (dir.path() / "data").string() +
+                                    " --test-only --weights DEFAULT --device cpu");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("resnet18-f37072fd.pth"), std::string::npos) << r.output;
 }
 
 // train.py --weights: training starts from them, --model defaulting to theirs; fine-tuning on

@@ -10,6 +10,7 @@
 #include "faster/core/file.h"
 #include "faster/data/sources/array_dataset.h"
 #include "faster/tools/file_io.h"
+#include "faster/train/torchvision_weights.h"
 #include "faster/train/trainer.h"
 
 namespace faster::cli {
@@ -35,7 +36,8 @@ void add_eval(CLI::App& root, int& exit_code) {
       "pretrained weights by name).");
   cmd->add_option("--weights", o.weights,
                   "The weights file, or torchvision's weights by name (ResNet50_Weights."
-                  "IMAGENET1K_V2, or its DEFAULT) from torch's cache of downloads ($TORCH_HOME/"
+                  "IMAGENET1K_V2, or its DEFAULT; with --model, the tag alone) from torch's "
+                  "cache of downloads ($TORCH_HOME/"
                   "hub/checkpoints; faster downloads nothing), scored as torchvision's transforms "
                   "for them do (the shorter side to 256 or 232 px, the centre 224) unless "
                   "--val-res is given")
@@ -79,6 +81,7 @@ void add_eval(CLI::App& root, int& exit_code) {
       if (resolved(f->json) == resolved(f->o.weights))
         FASTER_USAGE_ERROR("--json ", f->json, " is the --weights file: it would be overwritten");
     }
+    f->o.weights = train::qualify_weights_tag(f->o.weights, f->o.model);  // IMAGENET1K_V2
     if (cmd->get_option("--tta")->count() > 0) f->o.tta = f->tta;
     if (cmd->get_option("--ema")->count() > 0) f->o.ema = f->ema;
     if (cmd->get_option("--tta-shifts")->count() > 0) f->o.tta_shifts = f->tta_shifts;

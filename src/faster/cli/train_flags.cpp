@@ -404,7 +404,8 @@ void add_torchvision_flags(CLI::App* cmd, TrainFlags& f) {
                  "model_ema, scaler), which its --resume reads; ResNets with --lr-scheduler");
   tv->add_option("--weights", o.weights,
                  "Start from these weights: torchvision's by name (ResNet50_Weights.IMAGENET1K_V2, "
-                 "or its DEFAULT), read from torch's cache of downloads ($TORCH_HOME/hub/"
+                 "or its DEFAULT; the tag alone for --model's, as train.py), read from torch's "
+                 "cache of downloads ($TORCH_HOME/hub/"
                  "checkpoints: faster downloads nothing), or a file (a state_dict or a faster "
                  "checkpoint); --model defaults to theirs, and a classifier of another class "
                  "count starts fresh (fine-tuning).  With --test-only: score them");

@@ -18,6 +18,7 @@
 #include "faster/models/thinnet.h"
 #include "faster/train/checkpoint.h"
 #include "faster/train/parallel/world.h"
+#include "faster/train/torchvision_weights.h"
 
 namespace faster::cli {
 namespace {
@@ -471,6 +472,14 @@ void take_torchvision_spellings(TrainFlags& f) {
     if (backend != "pil" && backend != "tensor")
       FASTER_USAGE_ERROR("--backend '", inert_value(f, "--backend"),
                          "': pil or tensor, as train.py's");
+  }
+  // --weights IMAGENET1K_V2 (or DEFAULT) is a tag of --model's weights, as train.py's
+  // get_model(args.model, weights=args.weights) reads it; its --model defaults to resnet18.
+  if (!o.weights.empty()) {
+    const bool train_py = f.given("--data-path") || f.test_only;
+    o.weights = train::qualify_weights_tag(o.weights, f.given("--model") ? o.model
+                                                      : train_py         ? "resnet18"
+                                                                         : "");
   }
   if (f.given("--dist-url") && f.dist_url != "env://")
     FASTER_USAGE_ERROR("--dist-url ", f.dist_url,

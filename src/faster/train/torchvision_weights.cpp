@@ -101,6 +101,22 @@ TorchvisionWeights torchvision_weights(const std::string& name) {
                      ": not torchvision weights faster knows (the ResNet family's: ", enums, ")");
 }
 
+std::string qualify_weights_tag(const std::string& weights, const std::string& model) {
+  const bool bare =
+      !weights.empty() &&
+      weights.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == std::string::npos;
+  std::error_code ec;
+  if (!bare || fs::exists(weights, ec)) return weights;
+  if (model.empty())
+    FASTER_USAGE_ERROR("--weights ", weights, ": a tag of a model's weights needs --model (",
+                       "--model resnet50 --weights ", weights, " is ResNet50_Weights.", weights,
+                       ")");
+  for (const auto& e : kWeights)
+    if (model == e.arch) return std::string(e.enum_name) + "." + weights;
+  FASTER_USAGE_ERROR("--weights ", weights, ": faster knows no torchvision weights of ", model,
+                     " (the ResNet family's: resnet18, resnet50, ..., wide_resnet101_2)");
+}
+
 std::string torch_hub_checkpoints() {
   std::string home;
   if (auto t = env("TORCH_HOME"))
