@@ -298,14 +298,19 @@ struct DgradPlan {
   std::vector<int64_t> uids;
 };
 
+// A new descriptor kept with the plan.
+Backend& part(DgradPlan& p, cudnnBackendDescriptorType_t type) {
+  return *p.parts.emplace_back(std::make_unique<Backend>(type));
+}
+
 // A graph tensor of dims (N, C, H, W), or a filter's (K, C, R, S), laid out NHWC (KRSC), its data
 // aligned to 16 bytes.
 Backend& graph_tensor(DgradPlan& p, int64_t uid, const std::array<int64_t, 4>& dims,
                       cudnnDataType_t type, bool is_virtual = false) {
   const std::array<int64_t, 4> strides{dims[1] * dims[2] * dims[3], 1, dims[3] * dims[1], dims[1]};
   const int64_t alignment = 16;
-  auto& t = *p.parts.emplace_back(std::make_unique<Backend>(CUDNN_BACKEND_TENSOR_DESCRIPTOR));
-  return t.set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, &type)
+  return part(p, CUDNN_BACKEND_TENSOR_DESCRIPTOR)
+      .set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, &type)
       .set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, dims.data(), 4)
       .set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, strides.data(), 4)
       .set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, &uid)
@@ -355,8 +360,7 @@ std::unique_ptr<DgradPlan> build_dgrad(cudnnHandle_t handle, const torch::Tensor
   cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
   const int64_t spatial = 2;
   const std::array<int64_t, 2> ones{1, 1}, strides{stride, stride}, pads{padding, padding};
-  auto& conv =
-      *p->parts.emplace_back(std::make_unique<Backend>(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR));
+  auto& conv = part(*p, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
   conv.set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, &fp32)
       .set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, &mode)
       .set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, &spatial)
@@ -370,8 +374,7 @@ std::unique_ptr<DgradPlan> build_dgrad(cudnnHandle_t handle, const torch::Tensor
   auto& wt = graph_tensor(*p, kW, dims(w), type);
   auto& dyt = graph_tensor(*p, kDy, dims(dy), type);
   const float alpha = 1, beta = epilogue ? 0 : 1;
-  auto& dgrad = *p->parts.emplace_back(
-      std::make_unique<Backend>(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR));
+  auto& dgrad = part(*p, CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
   dgrad.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, sum)
       .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, wt)
       .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, dyt)
@@ -384,13 +387,11 @@ std::unique_ptr<DgradPlan> build_dgrad(cudnnHandle_t handle, const torch::Tensor
   if (epilogue) {
     auto& rt = graph_tensor(*p, kShortcut, dims(dx), type);
     cudnnPointwiseMode_t plus = CUDNN_POINTWISE_ADD;
-    auto& add_desc =
-        *p->parts.emplace_back(std::make_unique<Backend>(CUDNN_BACKEND_POINTWISE_DESCRIPTOR));
+    auto& add_desc = part(*p, CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
     add_desc.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, &plus)
         .set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, &fp32)
         .finalize("addition descriptor");
-    auto& add_op = *p->parts.emplace_back(
-        std::make_unique<Backend>(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR));
+    auto& add_op = part(*p, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
     add_op.set(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, add_desc)
         .set(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, sum)
         .set(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, rt)
@@ -399,8 +400,7 @@ std::unique_ptr<DgradPlan> build_dgrad(cudnnHandle_t handle, const torch::Tensor
     ops.push_back(add_op.get());
     p->uids.push_back(kShortcut);
   }
-  auto& graph =
-      *p->parts.emplace_back(std::make_unique<Backend>(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR));
+  auto& graph = part(*p, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
   graph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, &handle)
       .set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, ops.data(),
            static_cast<int64_t>(ops.size()))
