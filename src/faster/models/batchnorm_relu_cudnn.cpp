@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -293,7 +294,7 @@ enum Uid : int64_t { kDx = 1, kW, kDy, kShortcut, kDgradSum = 100 };
 // The data-gradient graph of one shape, its fastest execution plan, and that plan's workspace.
 struct DgradPlan {
   std::vector<std::unique_ptr<Backend>> parts;  // the descriptors the plan was built from
-  std::unique_ptr<Backend> plan;
+  std::unique_ptr<Backend> config, plan;        // the engine configuration, and its plan
   int64_t workspace = 0;
   std::vector<int64_t> uids;
 };
@@ -347,8 +348,8 @@ void execute(cudnnHandle_t handle, const DgradPlan& p, const torch::Tensor& dx,
 
 // The data gradient's graph for dx (N, C, H, W), w (K, C, R, R), dy (N, K, P, Q), with the
 // shortcut's gradient joined as `add` says, and its plan: of the engine configurations cuDNN's
-// heuristics rank, the fastest of the first few timed on scratch buffers (the first that builds,
-// inside a CUDA graph's capture).
+// heuristics rank, the fastest of the first few timed on scratch buffers; null where none runs.
+// Not inside a CUDA graph's capture (the engines may compile and load kernels).
 std::unique_ptr<DgradPlan> build_dgrad(cudnnHandle_t handle, const torch::Tensor& dx,
                                        const torch::Tensor& w, const torch::Tensor& dy,
                                        const torch::Tensor& r, int64_t stride, int64_t padding,
@@ -422,10 +423,9 @@ std::unique_ptr<DgradPlan> build_dgrad(cudnnHandle_t handle, const torch::Tensor
                                          CUDNN_TYPE_BACKEND_DESCRIPTOR, kMaxConfigs, &count,
                                          raw.data()),
         "engine configurations");
-  const bool capturing =
-      c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
+  count = std::min(count, kMaxConfigs);
   // Scratch for the timed runs: a beta = 1 run adds onto its output.
-  const auto scratch = capturing ? torch::Tensor() : torch::empty_like(dx);
+  const auto scratch = torch::empty_like(dx);
   float best_ms = 0;
   int timed = 0;
   for (int64_t i = 0; i < count && timed < kTimed; ++i) {
@@ -441,10 +441,6 @@ std::unique_ptr<DgradPlan> build_dgrad(cudnnHandle_t handle, const torch::Tensor
                                            CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
                                            CUDNN_TYPE_INT64, 1, &got, &candidate.workspace),
           "plan workspace");
-    if (capturing) {
-      p->plan = std::move(candidate.plan), p->workspace = candidate.workspace;
-      break;
-    }
     float ms = 0;
     try {
       execute(handle, candidate, scratch, w, dy, r);  // warm-up
@@ -458,21 +454,25 @@ std::unique_ptr<DgradPlan> build_dgrad(cudnnHandle_t handle, const torch::Tensor
     } catch (const std::exception&) {
       continue;  // a configuration that builds but does not run here
     }
-    if (timed++ == 0 || ms < best_ms)
+    if (timed++ == 0 || ms < best_ms) {
       best_ms = ms, p->plan = std::move(candidate.plan), p->workspace = candidate.workspace;
+      p->config = std::move(configs[i]);  // kept while its plan is
+    }
   }
-  if (!p->plan) FASTER_THROW("cuDNN has no data-gradient plan for this shape");
-  return p;
+  return p->plan ? std::move(p) : nullptr;
 }
 
 // dx = dgrad(dy, w) joined with the shortcut's gradient r as `add` says (kBeta: dx is r's buffer,
-// added onto), through the plan of this shape, built the first time the shape is seen and kept
-// for the process (outside a CUDA graph's capture: the trainer's eager warm-up steps build them).
-void data_gradient(const torch::Tensor& dx, const torch::Tensor& w, const torch::Tensor& dy,
-                   const torch::Tensor& r, int64_t stride, int64_t padding, ShortcutAdd add) {
-  using Key = std::array<int64_t, 14>;
-  static std::mutex mutex;
-  static std::map<Key, std::unique_ptr<DgradPlan>> known;
+// added onto), through the plan of this shape, built the first time the shape is seen on this
+// thread (plans are not shared between handles, as LibTorch's are not) outside a CUDA graph's
+// capture (the trainer's eager warm-up steps build them), and kept for the process.  Where no plan
+// runs (or a new shape arrives inside a capture): LibTorch's data gradient, then the sum.
+void data_gradient(const torch::Tensor& dx, const torch::Tensor& x, const torch::Tensor& w,
+                   const torch::Tensor& dy, const torch::Tensor& r, int64_t stride, int64_t padding,
+                   ShortcutAdd add) {
+  using Key = std::array<int64_t, 13>;
+  // Never destroyed: descriptors outlive the process's CUDA teardown otherwise.
+  static thread_local auto* known = new std::map<Key, std::unique_ptr<DgradPlan>>;
   const Key key{dx.size(0),
                 dx.size(1),
                 dx.size(2),
@@ -485,14 +485,20 @@ void data_gradient(const torch::Tensor& dx, const torch::Tensor& w, const torch:
                 padding,
                 dx.get_device(),
                 static_cast<int64_t>(dx.scalar_type()),
-                static_cast<int64_t>(add),
-                0};
+                static_cast<int64_t>(add)};
   cudnnHandle_t handle = at::native::getCudnnHandle();  // on the current stream
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = known.find(key);
-  if (it == known.end())
-    it = known.emplace(key, build_dgrad(handle, dx, w, dy, r, stride, padding, add)).first;
-  execute(handle, *it->second, dx, w, dy, r);
+  auto it = known->find(key);
+  if (it == known->end() &&
+      c10::cuda::currentStreamCaptureStatusMayInitCtx() == c10::cuda::CaptureStatus::None)
+    it = known->emplace(key, build_dgrad(handle, dx, w, dy, r, stride, padding, add)).first;
+  if (it != known->end() && it->second) return execute(handle, *it->second, dx, w, dy, r);
+  const auto g = std::get<0>(at::convolution_backward(dy, x, w, c10::nullopt, {stride, stride},
+                                                      {padding, padding}, {1, 1}, false, {0, 0}, 1,
+                                                      {true, false, false}));
+  if (add == ShortcutAdd::kBeta)
+    dx.add_(g);
+  else
+    torch::add_out(const_cast<torch::Tensor&>(dx), r, g);
 }
 
 // y = conv(x, w) (no bias, square window, one stride and padding, one group), and x itself as the
@@ -520,10 +526,13 @@ struct ConvShortcutFunction : torch::autograd::Function<ConvShortcutFunction> {
     const int64_t padding = ctx->saved_data["padding"].toInt();
     const auto add = static_cast<ShortcutAdd>(ctx->saved_data["add"].toInt());
     const auto cl = torch::MemoryFormat::ChannelsLast;
-    // x's type, channels-last, 16-byte aligned (what the graph's tensors say): t itself where it
-    // is, else a copy of it that is.
+    // x's type, channels-last, 16-byte aligned (what the graph's tensors say), sharing its
+    // memory with no other tensor (no view of it elsewhere sees the in-place sum): t itself where
+    // it is, else a copy of it that is.
     const auto own = [&](const torch::Tensor& t) {
-      return nhwc_like(t, x) && aligned(t) ? t : t.to(x.scalar_type()).contiguous(cl).clone(cl);
+      return nhwc_like(t, x) && aligned(t) && t.storage().use_count() == 1
+                 ? t
+                 : torch::empty_like(x, cl).copy_(t);
     };
     // Both gradients are defined: autograd materializes a missing one as zeros (its default).
     auto dy = grads[0].contiguous(cl);
@@ -538,7 +547,8 @@ struct ConvShortcutFunction : torch::autograd::Function<ConvShortcutFunction> {
       auto wc = w.contiguous(cl);
       if (!aligned(wc)) wc = wc.clone(cl);
       dx = add == ShortcutAdd::kBeta ? r : torch::empty_like(x, cl);
-      data_gradient(dx, wc, dy, r, stride, padding, add);
+      data_gradient(dx, x, wc, dy, r, stride, padding, add);
+      dx.unsafeGetTensorImpl()->bump_version();  // written behind autograd's back
     }
     return {dx, dw, {}, {}, {}};
   }
