@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <string_view>
 #include <vector>
 
 #include "faster/core/error.h"
@@ -52,6 +53,19 @@ constexpr Entry kWeights[] = {
      "wide_resnet101_2-d733dc28.pth", 232, true},
 };
 
+// The distinct values of one field of the table, in its order, joined by ", " (a model's entries
+// stand together).
+std::string listed(const char* Entry::*field) {
+  std::string out;
+  std::string_view last;
+  for (const auto& e : kWeights) {
+    if (e.*field == last) continue;
+    out += (out.empty() ? "" : ", ") + std::string(e.*field);
+    last = e.*field;
+  }
+  return out;
+}
+
 // An environment variable's value, or nullopt where it is unset or empty.
 std::optional<std::string> env(const char* name) {
   const char* v = std::getenv(name);
@@ -93,12 +107,8 @@ TorchvisionWeights torchvision_weights(const std::string& name) {
   }
   if (!tags.empty())
     FASTER_USAGE_ERROR("--weights ", name, ": ", enum_name, " has ", tags, " (or DEFAULT)");
-  std::string enums;
-  for (const auto& e : kWeights)
-    if (enums.find(e.enum_name) == std::string::npos)
-      enums += std::string(enums.empty() ? "" : ", ") + e.enum_name;
-  FASTER_USAGE_ERROR("--weights ", name,
-                     ": not torchvision weights faster knows (the ResNet family's: ", enums, ")");
+  FASTER_USAGE_ERROR("--weights ", name, ": not torchvision weights faster knows (the ResNet ",
+                     "family's: ", listed(&Entry::enum_name), ")");
 }
 
 std::string qualify_weights_tag(const std::string& weights, const std::string& model) {
@@ -114,7 +124,7 @@ std::string qualify_weights_tag(const std::string& weights, const std::string& m
   for (const auto& e : kWeights)
     if (model == e.arch) return std::string(e.enum_name) + "." + weights;
   FASTER_USAGE_ERROR("--weights ", weights, ": faster knows no torchvision weights of ", model,
-                     " (the ResNet family's: resnet18, resnet50, ..., wide_resnet101_2)");
+                     " (the ResNet family's: ", listed(&Entry::arch), ")");
 }
 
 std::string torch_hub_checkpoints() {
