@@ -534,9 +534,13 @@ struct ConvShortcutFunction : torch::autograd::Function<ConvShortcutFunction> {
                  ? t
                  : torch::empty_like(x, cl).copy_(t);
     };
+    // t channels-last and 16-byte aligned (copied where it is not).
+    const auto aligned_nhwc = [&](const torch::Tensor& t) {
+      auto c = t.contiguous(cl);
+      return aligned(c) ? c : c.clone(cl);
+    };
     // Both gradients are defined: autograd materializes a missing one as zeros (its default).
-    auto dy = grads[0].contiguous(cl);
-    if (!aligned(dy)) dy = dy.clone(cl);
+    const auto dy = aligned_nhwc(grads[0]);
     torch::Tensor dw, dx;
     if (ctx->needs_input_grad(1))
       dw = std::get<1>(at::convolution_backward(dy, x, w, c10::nullopt, {stride, stride},
@@ -544,10 +548,8 @@ struct ConvShortcutFunction : torch::autograd::Function<ConvShortcutFunction> {
                                                 {false, true, false}));
     if (ctx->needs_input_grad(0)) {
       const auto r = own(grads[1]);
-      auto wc = w.contiguous(cl);
-      if (!aligned(wc)) wc = wc.clone(cl);
       dx = add == ShortcutAdd::kBeta ? r : torch::empty_like(x, cl);
-      data_gradient(dx, x, wc, dy, r, stride, padding, add);
+      data_gradient(dx, x, aligned_nhwc(w), dy, r, stride, padding, add);
       dx.unsafeGetTensorImpl()->bump_version();  // written behind autograd's back
     }
     return {dx, dw, {}, {}, {}};
