@@ -488,9 +488,17 @@ void data_gradient(const torch::Tensor& dx, const torch::Tensor& x, const torch:
                 static_cast<int64_t>(add)};
   cudnnHandle_t handle = at::native::getCudnnHandle();  // on the current stream
   auto it = known->find(key);
-  if (it == known->end() &&
-      c10::cuda::currentStreamCaptureStatusMayInitCtx() == c10::cuda::CaptureStatus::None)
-    it = known->emplace(key, build_dgrad(handle, dx, w, dy, r, stride, padding, add)).first;
+  if (it == known->end()) {
+    const bool capturing =
+        c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
+    auto plan = capturing ? nullptr : build_dgrad(handle, dx, w, dy, r, stride, padding, add);
+    // Said once per shape: a lever measured while it falls back would measure LibTorch's path.
+    if (!plan)
+      log::warn("the shortcut lever: no cuDNN data-gradient plan for ", dx.sizes(), " from ",
+                w.sizes(), capturing ? " (first seen inside a CUDA graph's capture)" : "",
+                ": LibTorch's data gradient and the sum instead");
+    if (!capturing) it = known->emplace(key, std::move(plan)).first;
+  }
   if (it != known->end() && it->second) return execute(handle, *it->second, dx, w, dy, r);
   const auto g = std::get<0>(at::convolution_backward(dy, x, w, c10::nullopt, {stride, stride},
                                                       {padding, padding}, {1, 1}, false, {0, 0}, 1,
