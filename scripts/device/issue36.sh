@@ -58,6 +58,7 @@ alone() {
     --json "$out/$name.json" > "$out/$name.log" 2>&1 &&
     echo "$name: $(rate "$out/$name.json" 1) (epoch 2), $(rate "$out/$name.json" 0) (epoch 1)" ||
     echo "$name: FAILED $(tail -2 "$out/$name.log")"
+  grep -m3 "^warning: " "$out/$name.log" | sed "s/^/  $name /"
   [ -f "$out/$name.trace.json" ] &&
     python3 scripts/profile_summary.py "$out/$name.trace.json" --top 12 > "$summary/$name.profile.txt"
 }
