@@ -283,7 +283,7 @@ torch::Tensor ResNetImpl::forward(torch::Tensor x) {
 
 bool resnet_lever(const std::string& lever) {
   const char* named = std::getenv("FASTER_RESNET_LEVERS");
-  const std::string on = "," + std::string(named ? named : "input,stem,pool,bf16") + ",";
+  const std::string on = "," + std::string(named ? named : "input,stem,pool,bf16,shortcut") + ",";
   return on.find("," + lever + ",") != std::string::npos;
 }
 
