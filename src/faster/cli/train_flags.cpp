@@ -248,7 +248,8 @@ void add_output_flags(CLI::App* cmd, TrainFlags& f) {
       "Run BatchNorm, the residual add and the activation as LibTorch's separate ops instead of "
       "one fused kernel (used on CUDA by default where it applies: ThinNet's ReLU + BatchNorm "
       "and SpeedNet's BatchNorm + GELU as faster's kernels; ResNets' BatchNorm (+ add) + ReLU as "
-      "cuDNN's in fp16 or bf16 channels-last training, e.g. --fast)");
+      "cuDNN's in fp16 or bf16 channels-last training, e.g. --fast, where an identity block's "
+      "first convolution also adds the shortcut's gradient in its backward pass)");
 }
 
 // Small datasets as stored (the device loader's shifts and flips, SpeedNet's stem).
