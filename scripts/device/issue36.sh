@@ -17,7 +17,8 @@
 #           gradients with the shortcut's gradient added (beta = 1; an epilogue addition), per shape
 #   final   faster's best (FINAL_LEVERS) and base configurations, model alone, RUNS rounds
 #           (FINAL_BASE=0: not the base; FINAL_BASE_LEVERS: the base's levers, default none)
-#   jpeg    from CLASSES x PER_CLASS `faster synth` JPEGs: faster's best, RUNS rounds
+#   jpeg    from CLASSES x PER_CLASS `faster synth` JPEGs: faster's best, RUNS rounds (JPEG_VARIANTS:
+#           "name:flags;..", interleaved; JPEG_EPOCHS, default 2: the last is timed)
 # Usage: [PHASES=..] [MODELS="resnet50 resnet18"] [RUNS=2] [END=570] issue36.sh KIT OUT
 set -uo pipefail
 kit=$(realpath "$1") summary=$(realpath -m "$2")
@@ -29,7 +30,7 @@ SMALL=/tmp/faster-synth-20k
 LEVERS=${LEVERS:-base input stem pool bf16 bf16_unfused batch}
 # The code before this issue's levers: float32 input, a 3-channel stem, LibTorch's max-pool.
 BASE="FASTER_RESNET_LEVERS="
-FINAL_LEVERS=${FINAL_LEVERS:-input,stem,pool}  # final and jpeg
+FINAL_LEVERS=${FINAL_LEVERS:-input,stem,pool,bf16,shortcut}  # final and jpeg: the committed default
 cd "$(dirname "$0")/../.." || exit 2
 mkdir -p "$out" "$summary"
 t0=$(date +%s)
@@ -41,6 +42,11 @@ nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader
 # Train images/s of a --json report's epoch (default: the last).
 rate() { python3 -c "import json,sys; e=json.load(open(sys.argv[1]))['epochs'][int(sys.argv[2])]; \
 print('%.0f img/s' % (e['train_images']/e['train_seconds']))" "$1" "${2:--1}"; }
+# The loader's figures of a --json report's last epoch: the step's wait, nvJPEG's share, CPU time.
+loader_stats() { python3 -c "import json,sys; e=json.load(open(sys.argv[1]))['epochs'][-1]; \
+l=e.get('loader',{}); print('waited %.2f of %.2f s, GPU decoded %.0f %%, CPU %.1f s' % \
+(e['loader_wait_seconds'], e['train_seconds'], 100*l.get('gpu_images',0)/max(1,l.get('images',1)), \
+l.get('cpu_seconds',0)))" "$1"; }
 synth() {  # synth DIR PER_CLASS
   [ -f "$1/.done" ] && return
   rm -rf "$1"
@@ -156,15 +162,21 @@ fi
 
 if phase jpeg; then
   synth "$ROOT" "$PER_CLASS"
+  # JPEG_VARIANTS: "name:flags;name:flags" (default "best:": FINAL_FLAGS alone), each RUNS rounds,
+  # interleaved; the loader's wait, GPU share and CPU seconds of the timed epoch beside the rate.
+  IFS=';' read -ra variants <<< "${JPEG_VARIANTS:-best:}"
   for r in $(seq 1 "$RUNS"); do
     for m in $MODELS; do
-      [ "$(left)" -gt 60 ] || break 2
-      # shellcheck disable=SC2086
-      FASTER_RESNET_LEVERS=$FINAL_LEVERS $bin train --data "$ROOT" --model "$m" --fast --epochs 2 \
-        --eval-every 100 ${FINAL_FLAGS:-} \
-        --json "$out/${m}_jpeg_$r.json" > "$out/${m}_jpeg_$r.log" 2>&1 &&
-        echo "$m from JPEG round $r: $(rate "$out/${m}_jpeg_$r.json")" ||
-        echo "$m from JPEG round $r: FAILED $(tail -2 "$out/${m}_jpeg_$r.log")"
+      for v in "${variants[@]}"; do
+        [ "$(left)" -gt 60 ] || break 3
+        name=${v%%:*} flags=${v#*:} log="$out/${m}_jpeg_${name}_$r"
+        # shellcheck disable=SC2086
+        FASTER_RESNET_LEVERS=$FINAL_LEVERS $bin train --data "$ROOT" --model "$m" --fast \
+          --epochs "${JPEG_EPOCHS:-2}" --eval-every 100 ${FINAL_FLAGS:-} $flags \
+          --json "$log.json" > "$log.log" 2>&1 &&
+          echo "$m from JPEG, $name, round $r: $(rate "$log.json"); $(loader_stats "$log.json")" ||
+          echo "$m from JPEG, $name, round $r: FAILED $(tail -2 "$log.log")"
+      done
     done
   done
 fi
