@@ -15,8 +15,9 @@
 #   probe   scripts/device/probe_conv_fusion.cpp: cuDNN's graph API fusing ResNet-50's convolutions
 #           with the batch norm's statistics (epilogue) and apply + ReLU (prologue), and their data
 #           gradients with the shortcut's gradient added (beta = 1; an epilogue addition), per shape
-#   final   faster's best (FINAL_LEVERS) and base configurations, model alone, RUNS rounds
-#           (FINAL_BASE=0: not the base; FINAL_BASE_LEVERS: the base's levers, default none)
+#   final   faster's best (FINAL_LEVERS, default: the code's) and base configurations, model
+#           alone, RUNS rounds (FINAL_BASE=0: not the base; FINAL_BASE_LEVERS: the base's
+#           levers, default none)
 #   jpeg    from CLASSES x PER_CLASS `faster synth` JPEGs: faster's best, RUNS rounds (JPEG_VARIANTS:
 #           "name:flags;..", interleaved; JPEG_EPOCHS, default 2: the last is timed)
 # Usage: [PHASES=..] [MODELS="resnet50 resnet18"] [RUNS=2] [END=570] issue36.sh KIT OUT
@@ -30,7 +31,8 @@ SMALL=/tmp/faster-synth-20k
 LEVERS=${LEVERS:-base input stem pool bf16 bf16_unfused batch}
 # The code before this issue's levers: float32 input, a 3-channel stem, LibTorch's max-pool.
 BASE="FASTER_RESNET_LEVERS="
-FINAL_LEVERS=${FINAL_LEVERS:-input,stem,pool,bf16,shortcut}  # final and jpeg: the committed default
+# final and jpeg: FINAL_LEVERS where set (empty: none), else the levers the code has on by default.
+final_env=(); [ -n "${FINAL_LEVERS+set}" ] && final_env=(FASTER_RESNET_LEVERS="$FINAL_LEVERS")
 cd "$(dirname "$0")/../.." || exit 2
 mkdir -p "$out" "$summary"
 t0=$(date +%s)
@@ -154,7 +156,8 @@ if phase final; then
     for m in $MODELS; do
       [ "${FINAL_BASE:-1}" = 1 ] &&
         alone "${m}_final_base_$r" "$m" FASTER_RESNET_LEVERS="${FINAL_BASE_LEVERS:-}" --
-      alone "${m}_final_$r" "$m" FASTER_RESNET_LEVERS=$FINAL_LEVERS -- ${FINAL_FLAGS:-}
+      # shellcheck disable=SC2086
+      alone "${m}_final_$r" "$m" "${final_env[@]}" -- ${FINAL_FLAGS:-}
     done
   done
   echo "== final at $(($(date +%s) - t0)) s"
@@ -162,8 +165,7 @@ fi
 
 if phase jpeg; then
   synth "$ROOT" "$PER_CLASS"
-  # JPEG_VARIANTS: "name:flags;name:flags" (default "best:": FINAL_FLAGS alone), each RUNS rounds,
-  # interleaved; the loader's wait, GPU share and CPU seconds of the timed epoch beside the rate.
+  # Without JPEG_VARIANTS one variant, "best": FINAL_FLAGS alone.
   IFS=';' read -ra variants <<< "${JPEG_VARIANTS:-best:}"
   for r in $(seq 1 "$RUNS"); do
     for m in $MODELS; do
@@ -171,7 +173,7 @@ if phase jpeg; then
         [ "$(left)" -gt 60 ] || break 3
         name=${v%%:*} flags=${v#*:} log="$out/${m}_jpeg_${name}_$r"
         # shellcheck disable=SC2086
-        FASTER_RESNET_LEVERS=$FINAL_LEVERS $bin train --data "$ROOT" --model "$m" --fast \
+        env "${final_env[@]}" $bin train --data "$ROOT" --model "$m" --fast \
           --epochs "${JPEG_EPOCHS:-2}" --eval-every 100 ${FINAL_FLAGS:-} $flags \
           --json "$log.json" > "$log.log" 2>&1 &&
           echo "$m from JPEG, $name, round $r: $(rate "$log.json"); $(loader_stats "$log.json")" ||
